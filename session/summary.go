@@ -1,0 +1,135 @@
+package session
+
+import (
+	"slices"
+	"time"
+)
+
+// Status is where a session's latest turn stands.
+type Status string
+
+// Statuses. A session whose process died mid-turn stays StatusRunning in its
+// log; Hazards tells whether a tool was cut off.
+const (
+	StatusNew         Status = "new"         // no prompt yet
+	StatusRunning     Status = "running"     // a turn started and has not ended
+	StatusCompleted   Status = "completed"   // the last turn completed
+	StatusInterrupted Status = "interrupted" // the last turn was cancelled or failed
+)
+
+// TitleLen is how many runes of the first prompt a summary keeps as title.
+const TitleLen = 80
+
+// Summary is what stores keep per session so that listing never reads whole
+// logs. It is a fold over the log ([Summary.Apply]), so a store can keep it
+// up to date on every append and recompute it from the log when in doubt.
+type Summary struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind,omitempty"`
+	Namespace string    `json:"namespace"`
+	Workdir   string    `json:"workdir,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Parent    *ForkRef  `json:"parent,omitempty"`
+	Title     string    `json:"title,omitempty"`
+	Head      int64     `json:"head"`
+	Messages  int       `json:"messages"`
+	Status    Status    `json:"status"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	// Open lists the call ids of tools started but neither finished nor
+	// acknowledged: the recovery hazards. Len(Open) is their count.
+	Open []string `json:"open,omitempty"`
+}
+
+// Summarize folds a whole log into a summary for session id.
+func Summarize(id string, events []Event) Summary {
+	s := Summary{ID: id}
+	for _, e := range events {
+		s.Apply(e)
+	}
+	return s
+}
+
+// Apply folds one event into the summary. Events must be applied in seq order.
+func (s *Summary) Apply(e Event) {
+	if e.Seq > s.Head {
+		s.Head = e.Seq
+	}
+	if s.Created.IsZero() || e.Seq == 1 {
+		s.Created = e.Time
+	}
+	if e.Time.After(s.Updated) {
+		s.Updated = e.Time
+	}
+	switch e.Type {
+	case TypeSessionStarted:
+		var p SessionStarted
+		if e.Decode(&p) == nil {
+			if p.ID != "" {
+				s.ID = p.ID
+			}
+			s.Kind, s.Namespace, s.Workdir, s.Model, s.Parent = p.Kind, p.Namespace, p.Workdir, p.Model, p.Parent
+		}
+		if s.Status == "" {
+			s.Status = StatusNew
+		}
+	case TypeUserPrompt:
+		s.Messages++
+		s.Status = StatusRunning
+		if s.Title == "" {
+			var p UserPrompt
+			if e.Decode(&p) == nil {
+				s.Title = Title(p.Text)
+			}
+		}
+	case TypeAssistantMessage:
+		s.Messages++
+	case TypeToolStarted:
+		var p ToolStarted
+		if e.Decode(&p) == nil {
+			s.Open = append(s.Open, p.CallID)
+		}
+	case TypeToolFinished:
+		var p ToolFinished
+		if e.Decode(&p) == nil {
+			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return id == p.CallID })
+		}
+	case TypeRecoveryAcknowledged:
+		var p RecoveryAcknowledged
+		if e.Decode(&p) == nil {
+			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return slices.Contains(p.CallIDs, id) })
+		}
+	case TypeTurnCompleted:
+		s.Status = StatusCompleted
+	case TypeTurnInterrupted:
+		s.Status = StatusInterrupted
+	}
+	if len(s.Open) == 0 {
+		s.Open = nil
+	}
+}
+
+// Hazards returns the number of interrupted tool outcomes awaiting review.
+func (s Summary) Hazards() int { return len(s.Open) }
+
+// Title shortens a prompt to one line of at most TitleLen runes.
+func Title(prompt string) string {
+	out := make([]rune, 0, TitleLen)
+	space := false
+	for _, r := range prompt {
+		if r == '\n' || r == '\r' || r == '\t' || r == ' ' {
+			space = len(out) > 0
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, r)
+		if len(out) >= TitleLen {
+			out = append(out[:TitleLen-1], '…')
+			break
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,72 @@
+// Package tool defines the contract between the agent loop and the tools a
+// model may call, and the workdir confinement every built-in tool uses. The
+// built-in tools live in package tool/builtin, one file each.
+//
+// Failures the model should read (a missing file, an edit whose old text is
+// not found, a path outside the workdir) are returned as a Result with
+// IsError set, never as Go errors: the model sees them and can recover.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Kind says what a tool may do, which decides whether it needs approval.
+type Kind string
+
+// Kinds of tools.
+const (
+	KindRead Kind = "read" // only reads: runs without approval
+	KindEdit Kind = "edit" // changes files it names: needs approval ("edit")
+	KindExec Kind = "exec" // runs commands, may change anything: needs approval ("bash")
+)
+
+// Spec describes a tool to the model and to the approval policy.
+type Spec struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // a JSON Schema object
+	Kind        Kind
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	ID    string
+	Input json.RawMessage
+	// Root confines every path the tool touches to the workdir.
+	Root *Root
+}
+
+// Result is what a tool call returns to the model.
+type Result struct {
+	Output  string
+	IsError bool
+	// Untracked is set when the call may have changed files it did not
+	// declare (a shell command). Restore lists such calls as not undoable.
+	Untracked bool
+}
+
+// Errorf returns an error Result with a formatted message for the model.
+func Errorf(format string, args ...any) Result {
+	return Result{Output: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// Tool is one tool the model may call.
+type Tool interface {
+	Spec() Spec
+	// Run executes the call. It must stop promptly when ctx is cancelled and
+	// must only change the files Paths declared for this input.
+	Run(ctx context.Context, call Call) Result
+}
+
+// Mutator is implemented by tools that change files they can name before
+// they run (write, edit). The agent snapshots those files, durably, before
+// the tool runs, and records what the tool left there afterwards.
+type Mutator interface {
+	// Paths returns the workdir-relative, slash-separated paths the call will
+	// change. An error means the input is unusable; the agent returns it to
+	// the model as a tool error without running the tool.
+	Paths(root *Root, input json.RawMessage) ([]string, error)
+}
