@@ -12,12 +12,6 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// Message is one message of the transcript sent to a model.
-type Message struct {
-	Role   string          `json:"role"` // "user" or "assistant"
-	Blocks []session.Block `json:"blocks"`
-}
-
 // ToolSpec describes a tool the model may call.
 type ToolSpec struct {
 	Name        string          `json:"name"`
@@ -83,3 +77,7 @@ var (
 	ErrModelNotFound  = errors.New("the model server does not know this model")
 	ErrContextTooLong = errors.New("the conversation is too long for the model's context window")
 )
+
+// Message is one message of the transcript sent to a model: the
+// transcript is derived from the session log by package session.
+type Message = session.Message
