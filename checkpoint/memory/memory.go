@@ -1,0 +1,243 @@
+// Package memory is a checkpoint.Checkpointer that keeps session logs in the
+// process's memory. Nothing survives Close or the process: it is for
+// sessionless use (an agent that should leave nothing behind) and for tests.
+//
+// A Store is a map from session id to its log and its session.Summary,
+// guarded by one mutex. The summary is folded forward with
+// session.Summary.Apply on every append, so Head and List never walk a log;
+// Truncate recomputes it from the kept events. Events are copied on the way
+// in and on the way out, so neither side can change the other's data.
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+var _ checkpoint.Checkpointer = (*Store)(nil)
+
+// Store is an in-memory checkpoint.Checkpointer. Its zero value is not
+// usable; call New.
+type Store struct {
+	mu       sync.RWMutex
+	closed   bool
+	sessions map[string]*log
+}
+
+// log is one session's events and their summary.
+type log struct {
+	events  []session.Event
+	summary session.Summary
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{sessions: make(map[string]*log)}
+}
+
+// Append implements checkpoint.Checkpointer.
+func (s *Store) Append(ctx context.Context, id string, expectedHead int64, events []session.Event) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("append %s: %w", id, err)
+	}
+	prepared, err := checkpoint.Prepare(id, expectedHead, events, 0)
+	if err != nil {
+		return 0, err
+	}
+	for i := range prepared {
+		prepared[i].Data = clone(prepared[i].Data)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, fmt.Errorf("append %s: %w", id, checkpoint.ErrClosed)
+	}
+	l := s.sessions[id]
+	var head int64
+	if l != nil {
+		head = l.summary.Head
+	}
+	if head != expectedHead {
+		return 0, &checkpoint.ConflictError{Session: id, Expected: expectedHead, Actual: head}
+	}
+	if l == nil {
+		l = &log{summary: session.Summary{ID: id}}
+		s.sessions[id] = l
+	}
+	for _, e := range prepared {
+		l.events = append(l.events, e)
+		l.summary.Apply(e)
+	}
+	return l.summary.Head, nil
+}
+
+// Read implements checkpoint.Checkpointer. It copies the requested events
+// under the lock and yields them after releasing it, so a slow consumer never
+// blocks writers.
+func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
+	return func(yield func(session.Event, error) bool) {
+		events, err := s.snapshot(ctx, id, fromSeq)
+		if err != nil {
+			yield(session.Event{}, err)
+			return
+		}
+		for _, e := range events {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// snapshot copies the events of id with seq >= fromSeq.
+func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]session.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", id, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("read %s: %w", id, checkpoint.ErrClosed)
+	}
+	l := s.sessions[id]
+	if l == nil {
+		return nil, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+	}
+	start := max(fromSeq, 1) - 1
+	if start >= int64(len(l.events)) {
+		return nil, nil
+	}
+	out := slices.Clone(l.events[start:])
+	for i := range out {
+		out[i].Data = clone(out[i].Data)
+	}
+	return out, nil
+}
+
+// Head implements checkpoint.Checkpointer.
+func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, checkpoint.ErrClosed)
+	}
+	l := s.sessions[id]
+	if l == nil {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, checkpoint.ErrNotFound)
+	}
+	return copySummary(l.summary), nil
+}
+
+// List implements checkpoint.Checkpointer.
+func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", namespace, err)
+	}
+	s.mu.RLock()
+	var out []session.Summary
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, fmt.Errorf("list %s: %w", namespace, checkpoint.ErrClosed)
+	}
+	for _, l := range s.sessions {
+		if (namespace == "" || l.summary.Namespace == namespace) && opts.Matches(l.summary) {
+			out = append(out, copySummary(l.summary))
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b session.Summary) int {
+		if c := b.Updated.Compare(a.Updated); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// Delete implements checkpoint.Checkpointer.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("delete %s: %w", id, checkpoint.ErrClosed)
+	}
+	if s.sessions[id] == nil {
+		return fmt.Errorf("delete %s: %w", id, checkpoint.ErrNotFound)
+	}
+	delete(s.sessions, id)
+	return nil
+}
+
+// Truncate implements checkpoint.Checkpointer.
+func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHead int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("truncate %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, fmt.Errorf("truncate %s: %w", id, checkpoint.ErrClosed)
+	}
+	l := s.sessions[id]
+	if l == nil {
+		return 0, fmt.Errorf("truncate %s: %w", id, checkpoint.ErrNotFound)
+	}
+	head := l.summary.Head
+	if head != expectedHead {
+		return 0, &checkpoint.ConflictError{Session: id, Expected: expectedHead, Actual: head}
+	}
+	if keepThrough < 1 || keepThrough > head {
+		return 0, fmt.Errorf("truncate %s: %w: cannot keep through seq %d of a log whose head is %d; pick a seq from 1 to %d", id, checkpoint.ErrInvalid, keepThrough, head, head)
+	}
+	if keepThrough == head {
+		return head, nil
+	}
+	clear(l.events[keepThrough:]) // let the dropped payloads be collected
+	l.events = l.events[:keepThrough]
+	l.summary = session.Summarize(id, l.events)
+	return keepThrough, nil
+}
+
+// Close implements checkpoint.Checkpointer. It drops every log; later calls
+// return checkpoint.ErrClosed, and Close itself returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.sessions = nil
+	return nil
+}
+
+// clone copies b, keeping nil as nil.
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return slices.Clone(b)
+}
+
+// copySummary returns s with its slices copied, so callers own the result.
+func copySummary(s session.Summary) session.Summary {
+	s.Open = slices.Clone(s.Open)
+	if s.Parent != nil {
+		p := *s.Parent
+		s.Parent = &p
+	}
+	return s
+}
