@@ -1,6 +1,12 @@
 package session
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"time"
+)
 
 // Message is one message of the transcript a model is sent.
 type Message struct {
@@ -17,7 +23,7 @@ const (
 // Checkpoint is a point a session can be rewound to: the head just before a
 // prompt, with that prompt.
 type Checkpoint struct {
-	Seq    int64     `json:"seq"`    // the head before the prompt; Restore(seq) keeps events ≤ seq
+	Seq    int64     `json:"seq"`    // the head before the prompt: a rewind keeps events ≤ Seq
 	Prompt string    `json:"prompt"` // the prompt's text
 	Time   time.Time `json:"time"`
 	// PromptSeq is the seq of the user_prompt event itself.
@@ -27,23 +33,41 @@ type Checkpoint struct {
 // Hazard is a tool that was started and never finished: its outcome is
 // unknown and must be reviewed before the session goes on.
 type Hazard struct {
-	Token   string          `json:"token"` // review token to acknowledge it with
-	CallID  string          `json:"call_id"`
-	Tool    string          `json:"tool"`
-	Seq     int64           `json:"seq"` // the tool_started event
-	Started time.Time       `json:"started"`
-	Paths   []string        `json:"paths,omitempty"`
-	Input   []byte          `json:"-"`
-	_       struct{}        `json:"-"`
-	Extra   map[string]bool `json:"-"`
+	Token   string    `json:"token"` // review token to acknowledge it with
+	CallID  string    `json:"call_id"`
+	Tool    string    `json:"tool"`
+	Seq     int64     `json:"seq"` // the tool_started event
+	Started time.Time `json:"started"`
+	Paths   []string  `json:"paths,omitempty"`
 }
 
-// State is a session replayed: the fold of its events. Apply events in seq
-// order; the accessors derive the transcript, checkpoints and hazards.
-// The zero State is an empty session. State does no I/O.
+// Texts the model reads for tool calls that have no real result.
+const (
+	// UnknownOutcome closes a call cut off by a crash, once the user has
+	// acknowledged it.
+	UnknownOutcome = "The outcome of this tool call is unknown: the agent process stopped while it ran. It was not re-run. The user reviewed it; check the current state (for example read the files involved) before relying on it."
+	// NotRun closes a call the model asked for that never started because the
+	// turn was interrupted.
+	NotRun = "This tool call was not run: the turn was interrupted before it started."
+)
+
+// State is a session replayed: the fold of its events, applied in seq order.
+// Its accessors give the transcript a model needs, the checkpoints and the
+// recovery hazards. The zero State is an empty session. State does no I/O
+// and keeps no event data it does not need.
 type State struct {
+	// Summary is the same fold stores keep (head, counts, status, …).
 	Summary Summary
-	events  []Event
+	// Usage is the sum of token usage over the log.
+	Usage Usage
+
+	messages    []Message
+	checkpoints []Checkpoint
+	hazards     []Hazard
+	// unanswered are tool_use ids of the latest assistant message that have
+	// no tool_result yet, in order.
+	unanswered []string
+	started    map[string]bool // call ids of unanswered that have a tool_started
 }
 
 // Replay folds a whole log.
@@ -55,8 +79,154 @@ func Replay(events []Event) *State {
 	return s
 }
 
-// Apply folds one event into the state.
+// Apply folds one event into the state. Events whose payload does not decode
+// are counted in the summary and otherwise skipped; unknown types are skipped.
 func (s *State) Apply(e Event) {
 	s.Summary.Apply(e)
-	s.events = append(s.events, e)
+	switch e.Type {
+	case TypeUserPrompt:
+		var p UserPrompt
+		if e.Decode(&p) != nil {
+			return
+		}
+		s.closeUnanswered(NotRun)
+		if !p.Background {
+			s.checkpoints = append(s.checkpoints, Checkpoint{Seq: e.Seq - 1, Prompt: p.Text, Time: e.Time, PromptSeq: e.Seq})
+		}
+		s.add(RoleUser, Block{Type: BlockText, Text: p.Text})
+	case TypeAssistantMessage:
+		var p AssistantMessage
+		if e.Decode(&p) != nil {
+			return
+		}
+		s.closeUnanswered(NotRun)
+		s.Usage = s.Usage.Add(p.Usage)
+		s.messages = append(s.messages, Message{Role: RoleAssistant, Blocks: p.Blocks})
+		for _, b := range p.Blocks {
+			if b.Type == BlockToolUse {
+				s.unanswered = append(s.unanswered, b.ID)
+			}
+		}
+	case TypeToolStarted:
+		var p ToolStarted
+		if e.Decode(&p) != nil {
+			return
+		}
+		if s.started == nil {
+			s.started = map[string]bool{}
+		}
+		s.started[p.CallID] = true
+		s.hazards = append(s.hazards, Hazard{
+			Token: ReviewToken(p.CallID, e.Seq), CallID: p.CallID, Tool: p.Tool,
+			Seq: e.Seq, Started: e.Time, Paths: p.Paths,
+		})
+	case TypeToolFinished:
+		var p ToolFinished
+		if e.Decode(&p) != nil {
+			return
+		}
+		s.dropHazard(p.CallID)
+		s.answer(p.CallID, p.Output, p.IsError)
+	case TypeRecoveryAcknowledged:
+		var p RecoveryAcknowledged
+		if e.Decode(&p) != nil {
+			return
+		}
+		for _, id := range p.CallIDs {
+			s.dropHazard(id)
+			s.answer(id, UnknownOutcome, true)
+		}
+	case TypeTurnInterrupted:
+		// Calls that never started will not run; calls that started and did
+		// not finish stay open as hazards until acknowledged.
+		var keep []string
+		for _, id := range s.unanswered {
+			if s.started[id] {
+				keep = append(keep, id)
+				continue
+			}
+			s.addResult(id, NotRun, true)
+		}
+		s.unanswered = keep
+	}
+}
+
+// add appends blocks as a message of role, merging into the previous message
+// when it has the same role (the APIs want roles to alternate).
+func (s *State) add(role string, b Block) {
+	if n := len(s.messages); n > 0 && s.messages[n-1].Role == role {
+		s.messages[n-1].Blocks = append(s.messages[n-1].Blocks, b)
+		return
+	}
+	s.messages = append(s.messages, Message{Role: role, Blocks: []Block{b}})
+}
+
+func (s *State) addResult(callID, text string, isErr bool) {
+	s.add(RoleUser, Block{Type: BlockToolResult, ToolUseID: callID, Text: text, IsError: isErr})
+}
+
+// answer records a result for an unanswered call; results for calls the
+// transcript does not expect (already answered) are ignored.
+func (s *State) answer(callID, text string, isErr bool) {
+	i := slices.Index(s.unanswered, callID)
+	if i < 0 {
+		return
+	}
+	s.unanswered = slices.Delete(s.unanswered, i, i+1)
+	delete(s.started, callID)
+	s.addResult(callID, text, isErr)
+}
+
+// closeUnanswered gives every call still unanswered a result before the
+// conversation moves on, so the transcript stays valid for the APIs.
+func (s *State) closeUnanswered(text string) {
+	for _, id := range s.unanswered {
+		if s.started[id] {
+			s.addResult(id, UnknownOutcome, true)
+		} else {
+			s.addResult(id, text, true)
+		}
+	}
+	s.unanswered = nil
+	clear(s.started)
+}
+
+func (s *State) dropHazard(callID string) {
+	s.hazards = slices.DeleteFunc(s.hazards, func(h Hazard) bool { return h.CallID == callID })
+}
+
+// Transcript returns the messages to send to a model. Tool calls that are
+// still unanswered at the end of the log (their tools are running, or a
+// crash cut them off) are left without results. The slice is the state's:
+// callers must not modify it, and must copy it to keep it past the next Apply.
+func (s *State) Transcript() []Message { return s.messages }
+
+// Checkpoints returns one checkpoint per user prompt, oldest first
+// (background completion prompts are not checkpoints).
+func (s *State) Checkpoints() []Checkpoint { return s.checkpoints }
+
+// Hazards returns the tools started and never finished nor acknowledged.
+func (s *State) Hazards() []Hazard { return s.hazards }
+
+// Pending returns the tool calls of the latest assistant message that never
+// started, when the turn has not ended: a crash cut the turn off before (or
+// while) they were approved. They should be asked for again, not replayed.
+func (s *State) Pending() []string {
+	if s.Summary.Status != StatusRunning {
+		return nil
+	}
+	var out []string
+	for _, id := range s.unanswered {
+		if !s.started[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ReviewToken is the token a user acknowledges an interrupted tool call
+// with. It is derived from the call, so it is stable across reads.
+func ReviewToken(callID string, seq int64) string {
+	sum := sha256.Sum256([]byte(callID + "@" + strconv.FormatInt(seq, 10)))
+	return "rv-" + hex.EncodeToString(sum[:6])
 }
