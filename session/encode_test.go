@@ -35,7 +35,7 @@ func goldenEvents() map[string]Event {
 		"turn_completed":        ev(7, TypeTurnCompleted, TurnCompleted{StopReason: "end_turn", Usage: Usage{InputTokens: 200, OutputTokens: 50}}),
 		"turn_interrupted":      ev(8, TypeTurnInterrupted, TurnInterrupted{Reason: "cancelled"}),
 		"recovery_acknowledged": ev(9, TypeRecoveryAcknowledged, RecoveryAcknowledged{Tokens: []string{"rv-0123456789ab"}, CallIDs: []string{"call_2"}}),
-		"restored":              ev(10, TypeRestored, Restored{ToSeq: 1, Fork: "s2", Files: []string{"auth.go"}, NotUndone: []string{"call_3"}}),
+		"restored":              ev(10, TypeRestored, Restored{Session: "s1", ToSeq: 1, Fork: "s2", Files: map[string]string{"auth.go": "abc", "new.go": ""}, NotUndone: []string{"call_3"}}),
 	}
 }
 

@@ -214,13 +214,17 @@ type RecoveryAcknowledged struct {
 	CallIDs []string `json:"call_ids"`
 }
 
-// Restored records that files were put back to a checkpoint. It is written
-// to the tail that was cut off (kept in the fork named by Fork) and to the
-// log that was truncated, so both sides can tell what happened.
+// Restored records that a restore put files back to checkpoint ToSeq of
+// session Session. It is written to the fork that keeps the log as it was
+// before the restore, followed by snapshots of the files as the restore
+// found them, so restoring the fork to this event's seq undoes the restore.
 type Restored struct {
-	ToSeq int64    `json:"to_seq"`
-	Fork  string   `json:"fork,omitempty"`
-	Files []string `json:"files,omitempty"`
+	Session string `json:"session,omitempty"`
+	ToSeq   int64  `json:"to_seq"`
+	Fork    string `json:"fork,omitempty"`
+	// Files maps each path the restore wrote to the sha256 (hex) of what it
+	// left there, "" where it removed the file.
+	Files map[string]string `json:"files,omitempty"`
 	// NotUndone lists tool calls whose effects restore could not undo.
 	NotUndone []string `json:"not_undone,omitempty"`
 }

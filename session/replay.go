@@ -68,6 +68,9 @@ type State struct {
 	// no tool_result yet, in order.
 	unanswered []string
 	started    map[string]bool // call ids of unanswered that have a tool_started
+	// snapped holds the paths snapshotted since the latest checkpoint (a
+	// user prompt or a restore).
+	snapped map[string]bool
 }
 
 // Replay folds a whole log.
@@ -91,6 +94,7 @@ func (s *State) Apply(e Event) {
 		}
 		s.closeUnanswered(NotRun)
 		if !p.Background {
+			clear(s.snapped)
 			s.checkpoints = append(s.checkpoints, Checkpoint{Seq: e.Seq - 1, Prompt: p.Text, Time: e.Time, PromptSeq: e.Seq})
 		}
 		s.add(RoleUser, Block{Type: BlockText, Text: p.Text})
@@ -120,6 +124,17 @@ func (s *State) Apply(e Event) {
 			Token: ReviewToken(p.CallID, e.Seq), CallID: p.CallID, Tool: p.Tool,
 			Seq: e.Seq, Started: e.Time, Paths: p.Paths,
 		})
+	case TypeFileSnapshot:
+		var p FileSnapshot
+		if e.Decode(&p) != nil {
+			return
+		}
+		if s.snapped == nil {
+			s.snapped = map[string]bool{}
+		}
+		s.snapped[p.Path] = true
+	case TypeRestored:
+		clear(s.snapped)
 	case TypeToolFinished:
 		var p ToolFinished
 		if e.Decode(&p) != nil {
@@ -223,6 +238,10 @@ func (s *State) Pending() []string {
 	}
 	return out
 }
+
+// Snapshotted reports whether path was snapshotted since the latest
+// checkpoint, in which case a tool changing it needs no new snapshot.
+func (s *State) Snapshotted(path string) bool { return s.snapped[path] }
 
 // ReviewToken is the token a user acknowledges an interrupted tool call
 // with. It is derived from the call, so it is stable across reads.

@@ -209,6 +209,23 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+func TestSnapshottedResetsAtCheckpoints(t *testing.T) {
+	l := newLog().add(TypeUserPrompt, UserPrompt{Text: "one"}).
+		add(TypeFileSnapshot, FileSnapshot{Path: "a.txt"})
+	st := Replay(l.events)
+	if !st.Snapshotted("a.txt") || st.Snapshotted("b.txt") {
+		t.Fatal("snapshot of a.txt not tracked")
+	}
+	st.Apply(l.add(TypeUserPrompt, UserPrompt{Text: "bg", Background: true}).events[3])
+	if !st.Snapshotted("a.txt") {
+		t.Fatal("a background prompt is not a checkpoint: the snapshot still holds")
+	}
+	st.Apply(l.add(TypeUserPrompt, UserPrompt{Text: "two"}).events[4])
+	if st.Snapshotted("a.txt") {
+		t.Fatal("a new prompt is a checkpoint: files must be snapshotted again")
+	}
+}
+
 func TestSummaryIncrementalEqualsWhole(t *testing.T) {
 	l := newLog().add(TypeUserPrompt, UserPrompt{Text: "first prompt\nwith two lines"}).
 		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{use("a", "bash")}}).
