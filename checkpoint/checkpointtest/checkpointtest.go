@@ -1,16 +1,40 @@
 // Package checkpointtest is the conformance suite every checkpoint backend
-// passes. A backend's tests call Run (and, for persistent backends, RunCrash)
-// from a test whose name contains "Conformance", and Main from TestMain so
-// the suite can start child processes of the test binary.
+// passes, with the crash test and the standard benchmarks.
+//
+// A backend's test package describes how to open the backend with a Backend
+// value and hooks the suite in with three functions:
+//
+//	func TestMain(m *testing.M)          { checkpointtest.Main(m, backend()) }
+//	func TestConformance(t *testing.T)   { checkpointtest.Run(t, backend()) }
+//	func TestCrash(t *testing.T)         { checkpointtest.RunCrash(t, backend(), 50) }
+//	func BenchmarkStore(b *testing.B)    { checkpointtest.Bench(b, backend()) }
+//
+// Run checks the whole checkpoint.Checkpointer contract: seqs and order,
+// validation (checkpoint.ErrInvalid, checkpoint.ErrTooLarge), conflicts,
+// unknown sessions, exact round trips of times and payloads (including event
+// types this version does not know), Truncate, Delete, List and the
+// summaries behind it, Close, and concurrent writers and readers. Checks that
+// need data to outlive Close (reopening, several OS processes) run only for
+// backends marked Persistent.
+//
+// Some checks need other OS processes. The suite re-executes the test binary
+// (os.Args[0]) with environment variables naming a role, a location and a
+// session; Main sees them and plays that role with Backend.Open instead of
+// running the tests. That is why Main must be called from TestMain.
+//
+// Events the suite writes are built the way the agent builds them: with
+// session.MustNew, times from session.Now (UTC, to the microsecond) and
+// compact JSON payloads, which every backend must give back byte for byte.
 package checkpointtest
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
 )
@@ -44,10 +68,30 @@ type subtest struct {
 var subtests = []subtest{
 	{name: "AppendAndRead", run: testAppendAndRead},
 	{name: "FirstEventMustStartSession", run: testFirstEvent},
-	{name: "EmptyBatch", run: testEmptyBatch},
+	{name: "InvalidAppend", run: testInvalidAppend},
 	{name: "StaleHeadConflicts", run: testStaleHead},
 	{name: "CreateExistingConflicts", run: testCreateExisting},
 	{name: "UnknownSession", run: testUnknownSession},
+	{name: "ReadFrom", run: testReadFrom},
+	{name: "ReadStoppedEarly", run: testReadStoppedEarly},
+	{name: "RoundTrip", run: testRoundTrip},
+	{name: "UnknownEventType", run: testUnknownType},
+	{name: "CallerOwnsEvents", run: testCallerOwnsEvents},
+	{name: "CancelledContext", run: testCancelledContext},
+	{name: "Truncate", run: testTruncate},
+	{name: "TruncateInvalid", run: testTruncateInvalid},
+	{name: "Delete", run: testDelete},
+	{name: "List", run: testList},
+	{name: "ListOrderFollowsUpdates", run: testListOrder},
+	{name: "LargeEvents", run: testLargeEvents},
+	{name: "Closed", run: testClosed},
+	{name: "Reopen", persistent: true, run: testReopen},
+	{name: "TwoHandles", persistent: true, run: testTwoHandles},
+	{name: "ConcurrentAppendsOneSession", run: testConcurrentOneSession},
+	{name: "ConcurrentAppendsManySessions", run: testConcurrentSessions},
+	{name: "ReadersDuringWrites", run: testReadersDuringWrites},
+	{name: "CloseDuringWrites", run: testCloseDuringWrites},
+	{name: "MultiProcess", persistent: true, run: testMultiProcess},
 }
 
 // Run runs every conformance subtest against b. Backends call it from
@@ -87,7 +131,14 @@ func fresh(tb testing.TB, b Backend) checkpoint.Checkpointer {
 
 // started is a session_started event for session id in namespace ns.
 func started(id, ns string) session.Event {
-	return session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns, Workdir: "/work", Model: "test-model"})
+	return startedKind(id, ns, "")
+}
+
+// startedKind is a session_started event of the given kind.
+func startedKind(id, ns, kind string) session.Event {
+	return session.MustNew(session.TypeSessionStarted, session.SessionStarted{
+		ID: id, Kind: kind, Namespace: ns, Workdir: "/work/" + ns, Provider: "fake", Model: "test-model",
+	})
 }
 
 // prompt is a user_prompt event.
@@ -97,7 +148,46 @@ func prompt(text string) session.Event {
 
 // reply is an assistant_message event with one text block.
 func reply(text string) session.Event {
-	return session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: text}}})
+	return session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{
+		Blocks: []session.Block{{Type: session.BlockText, Text: text}},
+	})
+}
+
+// toolStarted and toolFinished bracket a tool call.
+func toolStarted(callID string) session.Event {
+	return session.MustNew(session.TypeToolStarted, session.ToolStarted{CallID: callID, Tool: "bash", Input: []byte(`{"command":"ls"}`)})
+}
+
+func toolFinished(callID string) session.Event {
+	return session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: callID, Tool: "bash", Output: "ok"})
+}
+
+// completed ends a turn.
+func completed() session.Event {
+	return session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"})
+}
+
+// blob is an assistant_message whose Data is exactly n bytes of valid JSON
+// (n ≥ 64).
+func blob(n int, fill byte) session.Event {
+	const prefix, suffix = `{"blocks":[{"type":"text","text":"`, `"}]}`
+	data := make([]byte, 0, n)
+	data = append(data, prefix...)
+	for len(data) < n-len(suffix) {
+		data = append(data, fill)
+	}
+	data = append(data, suffix...)
+	return session.Event{Type: session.TypeAssistantMessage, Time: session.Now(), Data: data}
+}
+
+// numbered gives events seqs from+1, from+2, … (as a store assigns them).
+func numbered(from int64, events ...session.Event) []session.Event {
+	out := make([]session.Event, len(events))
+	for i, e := range events {
+		e.Seq = from + int64(i) + 1
+		out[i] = e
+	}
+	return out
 }
 
 // mustAppend appends and fails the test on error, checking the new head.
@@ -122,13 +212,10 @@ func create(tb testing.TB, c checkpoint.Checkpointer, id, ns string, n int) []se
 		events = append(events, prompt(fmt.Sprintf("prompt %d of %s", i+1, id)))
 	}
 	mustAppend(tb, c, id, 0, events...)
-	for i := range events {
-		events[i].Seq = int64(i + 1)
-	}
-	return events
+	return numbered(0, events...)
 }
 
-// readAll reads the whole log, failing the test on error.
+// readAll reads the log from seq from, failing the test on error.
 func readAll(tb testing.TB, c checkpoint.Checkpointer, id string, from int64) []session.Event {
 	tb.Helper()
 	var out []session.Event
@@ -150,22 +237,46 @@ func checkLog(tb testing.TB, c checkpoint.Checkpointer, id string, want []sessio
 	}
 }
 
-// eventCmp compares events by value: times with Equal, data byte for byte.
-var eventCmp = cmp.Comparer(func(a, b session.Event) bool {
-	return a.Seq == b.Seq && a.Type == b.Type && a.Time.Equal(b.Time) &&
-		a.Time.Location().String() == b.Time.Location().String() && string(a.Data) == string(b.Data)
-})
+// eventCmp compares events exactly: the same instant in UTC, the same data
+// byte for byte.
+var eventCmp = cmp.Comparer(sameEvent)
 
-// checkHead fails unless Head(id) reports head.
-func checkHead(tb testing.TB, c checkpoint.Checkpointer, id string, head int64) {
+// sameEvent reports whether two events are equal as eventCmp sees them.
+func sameEvent(a, b session.Event) bool {
+	return a.Seq == b.Seq && a.Type == b.Type && a.Time.Equal(b.Time) &&
+		a.Time.Location() == b.Time.Location() && string(a.Data) == string(b.Data)
+}
+
+// summaryCmp compares summaries as the fold computes them.
+var summaryCmp = cmp.Options{cmpopts.EquateEmpty()}
+
+// checkSummary fails unless got is what session.Summarize makes of log.
+func checkSummary(tb testing.TB, what string, got session.Summary, id string, log []session.Event) {
+	tb.Helper()
+	want := session.Summarize(id, log)
+	if diff := cmp.Diff(want, got, summaryCmp); diff != "" {
+		tb.Fatalf("%s: summary of %s differs from session.Summarize of its log (-want +got):\n%s", what, id, diff)
+	}
+}
+
+// checkHead fails unless Head(id) is the summary of log.
+func checkHead(tb testing.TB, c checkpoint.Checkpointer, id string, log []session.Event) {
 	tb.Helper()
 	s, err := c.Head(tb.Context(), id)
 	if err != nil {
 		tb.Fatalf("head of %s: %v", id, err)
 	}
-	if s.Head != head {
-		tb.Fatalf("head of %s = %d, want %d", id, s.Head, head)
+	checkSummary(tb, "head", s, id, log)
+}
+
+// headOf returns Head(id).Head, failing the test on error.
+func headOf(tb testing.TB, c checkpoint.Checkpointer, id string) int64 {
+	tb.Helper()
+	s, err := c.Head(tb.Context(), id)
+	if err != nil {
+		tb.Fatalf("head of %s: %v", id, err)
 	}
+	return s.Head
 }
 
 // wantErr fails unless err is (or wraps) target.
@@ -188,82 +299,60 @@ func wantConflict(tb testing.TB, what string, err error, expected, actual int64)
 	}
 }
 
-func testAppendAndRead(t *testing.T, b Backend) {
-	c := fresh(t, b)
-	want := create(t, c, "s1", "ns", 2)
-	head := int64(len(want))
-	for i := range 3 {
-		batch := []session.Event{reply(fmt.Sprintf("reply %d", i)), prompt(fmt.Sprintf("next %d", i))}
-		head = mustAppend(t, c, "s1", head, batch...)
-		for j := range batch {
-			batch[j].Seq = int64(len(want) + 1)
-			want = append(want, batch[j])
-		}
-	}
-	checkLog(t, c, "s1", want)
-	checkHead(t, c, "s1", head)
+// wantNotFound fails unless the session is unknown to Head and Read.
+func wantNotFound(tb testing.TB, c checkpoint.Checkpointer, id string) {
+	tb.Helper()
+	_, err := c.Head(tb.Context(), id)
+	wantErr(tb, "head of "+id, err, checkpoint.ErrNotFound)
+	wantReadErr(tb, c, id, checkpoint.ErrNotFound)
 }
 
-func testFirstEvent(t *testing.T, b Backend) {
-	c := fresh(t, b)
-	_, err := c.Append(t.Context(), "s1", 0, []session.Event{prompt("hello")})
-	wantErr(t, "create with a user_prompt first", err, checkpoint.ErrInvalid)
-	_, err = c.Head(t.Context(), "s1")
-	wantErr(t, "head after a rejected create", err, checkpoint.ErrNotFound)
-}
-
-func testEmptyBatch(t *testing.T, b Backend) {
-	c := fresh(t, b)
-	for _, head := range []int64{0, 1} {
-		if head == 1 {
-			create(t, c, "s1", "ns", 0)
-		}
-		_, err := c.Append(t.Context(), "s1", head, nil)
-		wantErr(t, fmt.Sprintf("empty append at head %d", head), err, checkpoint.ErrInvalid)
-	}
-	checkHead(t, c, "s1", 1)
-}
-
-func testStaleHead(t *testing.T, b Backend) {
-	c := fresh(t, b)
-	want := create(t, c, "s1", "ns", 2)
-	for _, stale := range []int64{1, 2, 4, 10} {
-		_, err := c.Append(t.Context(), "s1", stale, []session.Event{prompt("stale")})
-		wantConflict(t, fmt.Sprintf("append at stale head %d", stale), err, stale, 3)
-	}
-	checkLog(t, c, "s1", want)
-}
-
-func testCreateExisting(t *testing.T, b Backend) {
-	c := fresh(t, b)
-	want := create(t, c, "s1", "ns", 1)
-	_, err := c.Append(t.Context(), "s1", 0, []session.Event{started("s1", "other")})
-	wantConflict(t, "create an existing session", err, 0, 2)
-	checkLog(t, c, "s1", want)
-}
-
-func testUnknownSession(t *testing.T, b Backend) {
-	c := fresh(t, b)
-	create(t, c, "other", "ns", 0)
-	ctx := t.Context()
-	_, err := c.Head(ctx, "nope")
-	wantErr(t, "head", err, checkpoint.ErrNotFound)
-	wantErr(t, "delete", c.Delete(ctx, "nope"), checkpoint.ErrNotFound)
-	_, err = c.Truncate(ctx, "nope", 1, 1)
-	wantErr(t, "truncate", err, checkpoint.ErrNotFound)
+// wantReadErr fails unless Read(id) yields exactly one element: target.
+func wantReadErr(tb testing.TB, c checkpoint.Checkpointer, id string, target error) {
+	tb.Helper()
 	n := 0
-	for e, err := range c.Read(ctx, "nope", 1) {
+	for e, err := range c.Read(tb.Context(), id, 1) {
 		n++
 		if n == 1 {
-			wantErr(t, "read", err, checkpoint.ErrNotFound)
+			wantErr(tb, "read "+id, err, target)
 			if e.Seq != 0 || e.Type != "" {
-				t.Errorf("read of an unknown session yielded event %+v with its error", e)
+				tb.Errorf("read %s yielded event %d %q with its error; want a zero event", id, e.Seq, e.Type)
 			}
 		}
 	}
 	if n != 1 {
-		t.Fatalf("read of an unknown session yielded %d elements, want 1 (ErrNotFound)", n)
+		tb.Fatalf("read %s yielded %d elements, want only the error %v", id, n, target)
 	}
 }
 
-var _ = context.Background
+// promptText decodes a user_prompt event's text.
+func promptText(tb testing.TB, e session.Event) string {
+	tb.Helper()
+	var p session.UserPrompt
+	if err := e.Decode(&p); err != nil {
+		tb.Fatalf("event %d: %v", e.Seq, err)
+	}
+	return p.Text
+}
+
+// contiguous returns an error unless events carry seqs from, from+1, ….
+func contiguous(events []session.Event, from int64) error {
+	for i, e := range events {
+		if want := from + int64(i); e.Seq != want {
+			return fmt.Errorf("event %d of the read has seq %d, want %d (a gap or a reordering)", i, e.Seq, want)
+		}
+	}
+	return nil
+}
+
+// ids lists the summaries' ids.
+func ids(list []session.Summary) string {
+	var b strings.Builder
+	for i, s := range list {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s.ID)
+	}
+	return b.String()
+}
