@@ -1,0 +1,80 @@
+// Package sqlite is a checkpoint.Checkpointer that keeps session logs in one
+// SQLite database file (or in memory), through modernc.org/sqlite: pure Go,
+// no cgo. It is the store behind the command line's --session-db PATH, and
+// the one to use when several processes on one host share sessions.
+//
+// # Durability and concurrency
+//
+// The database runs in WAL mode with synchronous=FULL: when Append returns
+// nil, the WAL holding its events has been fsynced. Every write is one
+// BEGIN IMMEDIATE transaction that checks the session's head and allocates
+// the seqs, so a stale writer gets a *checkpoint.ConflictError and never
+// clobbers the log. Concurrent writes of one Store (to any sessions) are
+// batched by a group commit into one transaction and one fsync, each with
+// its own head check and outcome. Several processes may open the same file:
+// a call waits for a lock another process holds (busy_timeout, then
+// retries) for up to Options.BusyTimeout, so SQLITE_BUSY never reaches the
+// caller. Readers never block writers; Read pages through a log with short
+// queries, so a slow reader holds no read transaction.
+//
+// Close checkpoints the WAL into the database file (PRAGMA
+// wal_checkpoint(TRUNCATE)); when the last connection to the file closes,
+// SQLite removes the -wal and -shm files, so a database at rest is one file.
+//
+// # Files
+//
+// Open creates a missing database file with mode 0600 itself (the -wal and
+// -shm files SQLite creates next to it take the same mode), then the
+// schema. It never writes to a file that is not already a SQLite database:
+// a directory, a file of other bytes, another program's database (told by
+// PRAGMA application_id, or tables without our schema) and a database of a
+// newer schema are refused with an error that says so. With
+// Options.ReadOnly nothing is created or changed at all: with no -wal file
+// the database is opened immutable, otherwise with its shared memory
+// mapped read-only.
+//
+// # Schema
+//
+// The schema is created and migrated by the store: the SQL scripts in
+// schema/ (embedded) run in order inside one transaction, and PRAGMA
+// user_version records how many have run. PRAGMA application_id is
+// 0x6c697465 ("lite"). Version 1:
+//
+//	CREATE TABLE sessions (
+//	    id        TEXT    NOT NULL PRIMARY KEY,
+//	    namespace TEXT    NOT NULL,
+//	    kind      TEXT    NOT NULL,  -- "" for conversations, "tasklist", …
+//	    head      INTEGER NOT NULL,  -- the last seq
+//	    messages  INTEGER NOT NULL,
+//	    status    TEXT    NOT NULL,  -- new, running, completed, interrupted
+//	    created   INTEGER NOT NULL,  -- unix microseconds, UTC
+//	    updated   INTEGER NOT NULL,  -- unix microseconds, UTC
+//	    title     TEXT    NOT NULL,
+//	    summary   TEXT    NOT NULL,  -- the whole session.Summary as JSON
+//	    entry     BLOB    NOT NULL   -- the same summary, packed (entry.go)
+//	) WITHOUT ROWID;
+//	CREATE INDEX sessions_list ON sessions (namespace, updated DESC, id, kind, entry);
+//
+//	CREATE TABLE events (
+//	    session TEXT    NOT NULL,    -- sessions.id
+//	    seq     INTEGER NOT NULL,    -- 1, 2, 3 … with no gaps
+//	    type    TEXT    NOT NULL,    -- session.Type
+//	    time    INTEGER NOT NULL,    -- unix microseconds, UTC
+//	    data    BLOB,                -- the event's JSON payload, byte for byte
+//	    PRIMARY KEY (session, seq)
+//	);
+//
+// A session's row in sessions is written in the same transaction as every
+// change to its events: Append folds the new events into the summary with
+// session.Summary.Apply, Truncate recomputes it from the kept events, and
+// Delete removes both. Head and List therefore never read events. The
+// columns and the JSON are for people and tools (sqlite3 sessions.db
+// "SELECT id, title FROM sessions"); the store itself reads the packed
+// entry, which List finds in the sessions_list index without touching the
+// table: newest first within a namespace, filtered by kind.
+//
+// Event times are kept to the microsecond, the precision session.Now
+// gives, and come back in UTC. One event's data is capped by
+// Options.MaxEventBytes (16 MiB by default); a larger one is
+// checkpoint.ErrTooLarge and nothing of its batch is written.
+package sqlite

@@ -1,0 +1,250 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// Read pages through a log: each page is one short query on a connection
+// taken from the pool and given back before the page's events are yielded,
+// so a slow reader holds no connection and no read transaction (which would
+// keep the WAL from being checkpointed), and may call the store from inside
+// its loop.
+const (
+	// pageRows caps the events of one page.
+	pageRows = 512
+	// pageBytes ends a page early once its events' data adds up to this
+	// much, so that a page of large events does not use much memory.
+	pageBytes = 4 << 20
+)
+
+// Statements of the read path.
+const (
+	stmtPage   = `SELECT seq, type, time, data FROM events WHERE session = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	stmtExists = `SELECT 1 FROM sessions WHERE id = ?`
+	// List reads the sessions_list index only.
+	stmtListKind   = `SELECT entry FROM sessions WHERE namespace = ? AND kind = ? ORDER BY updated DESC, id LIMIT ?`
+	stmtListAll    = `SELECT entry FROM sessions WHERE namespace = ? ORDER BY updated DESC, id LIMIT ?`
+	stmtListNSKind = `SELECT entry FROM sessions INDEXED BY sessions_list WHERE kind = ? ORDER BY updated DESC, id LIMIT ?`
+	stmtListNSAll  = `SELECT entry FROM sessions INDEXED BY sessions_list ORDER BY updated DESC, id LIMIT ?`
+)
+
+// Read implements checkpoint.Checkpointer. Events are read in pages of up
+// to 512 events (fewer when they are large); a page is a consistent
+// snapshot, and pages follow each other by seq.
+func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
+	return func(yield func(session.Event, error) bool) {
+		from := max(fromSeq, 1)
+		for first := true; ; first = false {
+			page, more, err := s.page(ctx, id, from, first)
+			if err != nil {
+				yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
+				return
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+			from = page[len(page)-1].Seq + 1
+		}
+	}
+}
+
+// page reads the events of id from seq from on; more reports that the log
+// may go on after them. On the first page an unknown session is
+// ErrNotFound.
+func (s *Store) page(ctx context.Context, id string, from int64, first bool) (page []session.Event, more bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, false, err
+	}
+	defer s.mu.RUnlock()
+	if s.empty {
+		return nil, false, checkpoint.ErrNotFound
+	}
+	c, err := s.pool.get(ctx)
+	if err != nil {
+		return nil, false, s.readError(err)
+	}
+	defer func() { s.pool.put(c, false) }()
+	err = s.retry(ctx, func() error {
+		page, more = page[:0], false
+		rows, err := c.query(ctx, stmtPage, id, from, int64(pageRows))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 4)
+		size := 0
+		for {
+			e, err := nextEvent(rows, dest)
+			if err != nil || e == nil {
+				more = len(page) == pageRows
+				return err
+			}
+			page = append(page, *e)
+			if size += len(e.Data); size >= pageBytes {
+				more = true
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return nil, false, s.readError(err)
+	}
+	if first && len(page) == 0 {
+		found, err := c.row(ctx, make([]driver.Value, 1), stmtExists, id)
+		if err != nil {
+			return nil, false, s.readError(err)
+		}
+		if !found {
+			return nil, false, checkpoint.ErrNotFound
+		}
+	}
+	return page, more, nil
+}
+
+// nextEvent decodes the next row of (seq, type, time, data) into an event;
+// it returns nil at the end of the rows.
+func nextEvent(rows driver.Rows, dest []driver.Value) (*session.Event, error) {
+	if err := rows.Next(dest); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	e := &session.Event{}
+	e.Seq, _ = dest[0].(int64)
+	switch t := dest[1].(type) {
+	case string:
+		e.Type = session.Type(t)
+	case []byte:
+		e.Type = session.Type(t)
+	}
+	us, _ := dest[2].(int64)
+	e.Time = micro(us)
+	switch d := dest[3].(type) {
+	case []byte: // the driver's own copy: the event takes it
+		e.Data = d
+	case string:
+		e.Data = []byte(d)
+	}
+	return e, nil
+}
+
+// readError turns driver and pool errors into the store's.
+func (s *Store) readError(err error) error {
+	if errors.Is(err, errPoolClosed) {
+		return checkpoint.ErrClosed
+	}
+	return err
+}
+
+// Head implements checkpoint.Checkpointer.
+func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
+	if err := s.enter(); err != nil {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, err)
+	}
+	defer s.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, err)
+	}
+	if s.empty {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, checkpoint.ErrNotFound)
+	}
+	c, err := s.pool.get(ctx)
+	if err != nil {
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, s.readError(err))
+	}
+	defer s.pool.put(c, false)
+	var sum session.Summary
+	var found bool
+	err = s.retry(ctx, func() (err error) {
+		sum, found, err = s.summary(ctx, c, id)
+		return err
+	})
+	switch {
+	case err != nil:
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, s.readError(err))
+	case !found:
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, checkpoint.ErrNotFound)
+	}
+	return sum, nil
+}
+
+// List implements checkpoint.Checkpointer. It reads only the sessions_list
+// index: no log, no JSON. opts.Limit is applied by the query.
+func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
+	if err := s.enter(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", namespace, err)
+	}
+	defer s.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", namespace, err)
+	}
+	if s.empty {
+		return nil, nil
+	}
+	limit := int64(-1)
+	if opts.Limit > 0 {
+		limit = int64(opts.Limit)
+	}
+	var query string
+	var args []driver.Value
+	switch {
+	case namespace != "" && !opts.AllKinds:
+		query, args = stmtListKind, []driver.Value{namespace, opts.Kind, limit}
+	case namespace != "":
+		query, args = stmtListAll, []driver.Value{namespace, limit}
+	case !opts.AllKinds:
+		query, args = stmtListNSKind, []driver.Value{opts.Kind, limit}
+	default:
+		query, args = stmtListNSAll, []driver.Value{limit}
+	}
+	c, err := s.pool.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
+	}
+	defer s.pool.put(c, false)
+	var out []session.Summary
+	err = s.retry(ctx, func() error {
+		out = out[:0]
+		rows, err := c.query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 1)
+		for {
+			if err := rows.Next(dest); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+			b, _ := dest[0].([]byte)
+			sum, err := decodeEntry(b)
+			if err != nil {
+				return fmt.Errorf("a session summary in %s is damaged (%w); restore the database from a backup", s.path, err)
+			}
+			out = append(out, sum)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
+	}
+	return out, nil
+}

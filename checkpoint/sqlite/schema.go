@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+)
+
+// migrations holds the schema: schema/NNNN_name.sql brings the database
+// from version NNNN-1 to NNNN. PRAGMA user_version records the version a
+// database is at; PRAGMA application_id marks it as ours.
+//
+//go:embed schema/*.sql
+var migrations embed.FS
+
+// applicationID is "lite" in ASCII, stored in the database header so that
+// another program's SQLite file is never mistaken for a session database.
+const applicationID = 0x6c697465
+
+// schemaSteps returns the migration scripts in order.
+func schemaSteps() []string {
+	names, err := fs.Glob(migrations, "schema/*.sql")
+	if err != nil {
+		panic(err) // the pattern is constant
+	}
+	sort.Strings(names)
+	steps := make([]string, len(names))
+	for i, n := range names {
+		b, err := migrations.ReadFile(n)
+		if err != nil {
+			panic(err) // embedded files are always readable
+		}
+		steps[i] = string(b)
+	}
+	return steps
+}
+
+// schemaVersion is the version this build creates and reads.
+var schemaVersion = int64(len(schemaSteps()))
+
+// version reads the database's application id, user version and whether it
+// holds any table.
+func version(ctx context.Context, c *conn) (app, ver int64, tables bool, err error) {
+	dest := make([]driver.Value, 3)
+	if _, err := c.row(ctx, dest, `SELECT (SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version),
+		EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table')`); err != nil {
+		return 0, 0, false, err
+	}
+	app, _ = dest[0].(int64)
+	ver, _ = dest[1].(int64)
+	t, _ := dest[2].(int64)
+	return app, ver, t != 0, nil
+}
+
+// checkVersion explains why a database of this version cannot be used, or
+// returns nil. need is the version the caller can work with.
+func (s *Store) checkVersion(app, ver int64, tables bool) error {
+	switch {
+	case app != 0 && app != applicationID:
+		return fmt.Errorf("%s is a SQLite database of another program (application id %#x), not a lite-agent session database; nothing was changed; pass a separate file for sessions", s.path, app)
+	case ver > schemaVersion:
+		return fmt.Errorf("%s was written by a newer lite-agent (schema version %d; this build knows versions up to %d); nothing was changed; upgrade lite-agent to use it", s.path, ver, schemaVersion)
+	case ver == 0 && tables:
+		return fmt.Errorf("%s is a SQLite database of another program (it has tables but no lite-agent schema); nothing was changed; pass a separate file for sessions", s.path)
+	}
+	return nil
+}
+
+// migrate brings the database to schemaVersion, creating it if it is new.
+// Several processes may open a new database at once: the version is read
+// again under the write lock, so each step runs exactly once.
+func (s *Store) migrate(ctx context.Context, c *conn) error {
+	app, ver, tables, err := version(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := s.checkVersion(app, ver, tables); err != nil {
+		return err
+	}
+	if ver == schemaVersion {
+		return nil
+	}
+	return s.inTx(ctx, c, func() error {
+		app, ver, tables, err := version(context.Background(), c)
+		if err != nil {
+			return err
+		}
+		if err := s.checkVersion(app, ver, tables); err != nil {
+			return err
+		}
+		steps := schemaSteps()
+		for v := ver; v < schemaVersion; v++ {
+			if err := c.script(context.Background(), steps[v]); err != nil {
+				return fmt.Errorf("migrate %s to schema version %d: %w", s.path, v+1, err)
+			}
+		}
+		return c.script(context.Background(), fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", applicationID, schemaVersion))
+	})
+}
+
+// checkReadable explains why a read-only store cannot read this database.
+func (s *Store) checkReadable(ctx context.Context, c *conn) error {
+	app, ver, tables, err := version(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := s.checkVersion(app, ver, tables); err != nil {
+		return err
+	}
+	switch {
+	case ver == 0:
+		return fmt.Errorf("%s holds no lite-agent sessions yet (it has no schema); open it read-write once, or check the path", s.path)
+	case ver < schemaVersion:
+		return fmt.Errorf("%s has schema version %d, older than this build's %d; open it read-write once to upgrade it", s.path, ver, schemaVersion)
+	}
+	return nil
+}

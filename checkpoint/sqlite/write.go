@@ -1,0 +1,353 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// Writes go through the group commit: concurrent Appends, Truncates and
+// Deletes (of any sessions) are applied in one transaction, one after the
+// other, each with its own head check and its own outcome, and share one
+// COMMIT and so one fsync of the WAL.
+
+// op is the kind of a write request.
+type op uint8
+
+const (
+	opAppend op = iota
+	opTruncate
+	opDelete
+)
+
+func (o op) String() string {
+	switch o {
+	case opAppend:
+		return "append"
+	case opTruncate:
+		return "truncate"
+	}
+	return "delete"
+}
+
+// request is one write waiting for a commit, and its outcome.
+type request struct {
+	ctx      context.Context
+	op       op
+	id       string
+	expected int64           // append, truncate: the head the caller saw
+	keep     int64           // truncate: the last seq kept
+	events   []session.Event // append: prepared, with seqs and times
+
+	head int64 // the new head
+	err  error // the request's own failure (a conflict, …) or the batch's
+}
+
+// outcome is what applying a request inside a transaction gave.
+type outcome struct {
+	head int64
+	err  error
+}
+
+// Statements of the write path.
+const (
+	stmtSummary = `SELECT entry FROM sessions WHERE id = ?`
+	stmtInsert  = `INSERT INTO events (session, seq, type, time, data) VALUES (?, ?, ?, ?, ?)`
+	stmtSave    = `INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, title, summary, entry)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, head = excluded.head,
+			messages = excluded.messages, status = excluded.status, created = excluded.created, updated = excluded.updated,
+			title = excluded.title, summary = excluded.summary, entry = excluded.entry`
+	stmtCutTail     = `DELETE FROM events WHERE session = ? AND seq > ?`
+	stmtKept        = `SELECT seq, type, time, data FROM events WHERE session = ? AND seq <= ? ORDER BY seq`
+	stmtDropEvents  = `DELETE FROM events WHERE session = ?`
+	stmtDropSession = `DELETE FROM sessions WHERE id = ?`
+)
+
+// Append implements checkpoint.Checkpointer. Event times are kept to the
+// microsecond and returned in UTC.
+func (s *Store) Append(ctx context.Context, id string, expectedHead int64, events []session.Event) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, fmt.Errorf("append %s: %w", id, err)
+	}
+	defer s.mu.RUnlock()
+	if err := s.writable("append", id); err != nil {
+		return 0, err
+	}
+	prepared, err := checkpoint.Prepare(id, expectedHead, events, s.maxEventBytes)
+	if err != nil {
+		return 0, err
+	}
+	for i := range prepared {
+		prepared[i].Time = micro(prepared[i].Time.UnixMicro())
+	}
+	return s.submit(&request{ctx: ctx, op: opAppend, id: id, expected: expectedHead, events: prepared})
+}
+
+// Truncate implements checkpoint.Checkpointer.
+func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHead int64) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, fmt.Errorf("truncate %s: %w", id, err)
+	}
+	defer s.mu.RUnlock()
+	if err := s.writable("truncate", id); err != nil {
+		return 0, err
+	}
+	return s.submit(&request{ctx: ctx, op: opTruncate, id: id, expected: expectedHead, keep: keepThrough})
+}
+
+// Delete implements checkpoint.Checkpointer.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := s.enter(); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	defer s.mu.RUnlock()
+	if err := s.writable("delete", id); err != nil {
+		return err
+	}
+	_, err := s.submit(&request{ctx: ctx, op: opDelete, id: id})
+	return err
+}
+
+// writable refuses writes to a read-only store.
+func (s *Store) writable(what, id string) error {
+	if s.readOnly {
+		return fmt.Errorf("%s %s: %w: %s was opened read-only for inspection; open it without ReadOnly to change sessions", what, id, checkpoint.ErrReadOnly, s.path)
+	}
+	return nil
+}
+
+// submit queues r for the next commit and waits for its outcome.
+func (s *Store) submit(r *request) (int64, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", r.op, r.id, err)
+	}
+	s.group.Submit(r)
+	return r.head, r.err
+}
+
+// commit is the group commit's function: it applies a batch of requests in
+// one transaction. If that transaction fails as a whole for a reason that
+// is not a lock or a cancellation, each request is tried again on its own,
+// so that one bad request cannot fail the others.
+func (s *Store) commit(batch []*request) {
+	live := make([]*request, 0, len(batch))
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = fmt.Errorf("%s %s: %w", r.op, r.id, err)
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := s.commitBatch(live)
+	if err == nil {
+		return
+	}
+	if len(live) > 1 && !errors.Is(err, errGiveUp) {
+		for _, r := range live {
+			if err := s.commitBatch([]*request{r}); err != nil {
+				r.err = s.writeError(r, err)
+			}
+		}
+		return
+	}
+	for _, r := range live {
+		r.err = s.writeError(r, err)
+	}
+}
+
+// errGiveUp marks batch failures that retrying requests one by one cannot
+// cure: the lock stayed taken, every caller gave up, the store is closed.
+var errGiveUp = errors.New("give up")
+
+// writeError wraps a batch failure for request r.
+func (s *Store) writeError(r *request, err error) error {
+	if errors.Is(err, errPoolClosed) {
+		err = checkpoint.ErrClosed
+	}
+	var gu giveUp
+	if errors.As(err, &gu) {
+		err = gu.err
+	}
+	return fmt.Errorf("%s %s: %w", r.op, r.id, err)
+}
+
+// giveUp wraps an error that matches errGiveUp.
+type giveUp struct{ err error }
+
+func (g giveUp) Error() string        { return g.err.Error() }
+func (g giveUp) Unwrap() error        { return g.err }
+func (g giveUp) Is(target error) bool { return target == errGiveUp }
+
+// commitBatch applies reqs in one transaction and, once it committed,
+// stores each request's outcome in it.
+func (s *Store) commitBatch(reqs []*request) error {
+	ctx, stop := batchContext(reqs)
+	defer stop()
+	c, err := s.pool.get(ctx)
+	if err != nil {
+		return giveUp{err}
+	}
+	out := make([]outcome, len(reqs))
+	err = s.inTx(ctx, c, func() error {
+		for i, r := range reqs {
+			var err error
+			out[i].head, out[i].err, err = s.apply(c, r)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.pool.put(c, false)
+	if err != nil {
+		if isBusy(err) || ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || lockTimeout(err) {
+			return giveUp{err}
+		}
+		return err
+	}
+	for i, r := range reqs {
+		r.head, r.err = out[i].head, out[i].err
+	}
+	return nil
+}
+
+// batchContext returns a context that is done once every request's
+// context is done: a batch stops waiting for the lock only when nobody
+// waits for it any more. Statements after the lock is taken do not watch
+// it, so one caller giving up never undoes the others' writes.
+func batchContext(reqs []*request) (context.Context, func()) {
+	if len(reqs) == 1 {
+		return reqs[0].ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var left atomic.Int32
+	left.Store(int32(len(reqs)))
+	stops := make([]func() bool, len(reqs))
+	for i, r := range reqs {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// apply performs one request inside the batch's transaction. reqErr is the
+// request's own failure (nothing of it was written); err fails the batch.
+func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
+	sum, found, err := s.summary(context.Background(), c, r.id)
+	if err != nil {
+		return 0, nil, err
+	}
+	switch r.op {
+	case opAppend:
+		if sum.Head != r.expected {
+			return 0, &checkpoint.ConflictError{Session: r.id, Expected: r.expected, Actual: sum.Head}, nil
+		}
+		if !found {
+			sum = session.Summary{ID: r.id}
+		}
+		for _, e := range r.events {
+			if _, err := c.exec(context.Background(), stmtInsert, r.id, e.Seq, string(e.Type), e.Time.UnixMicro(), []byte(e.Data)); err != nil {
+				return 0, nil, err
+			}
+			sum.Apply(e)
+		}
+		return sum.Head, nil, s.save(c, r.id, &sum)
+
+	case opTruncate:
+		switch {
+		case !found:
+			return 0, fmt.Errorf("truncate %s: %w", r.id, checkpoint.ErrNotFound), nil
+		case sum.Head != r.expected:
+			return 0, &checkpoint.ConflictError{Session: r.id, Expected: r.expected, Actual: sum.Head}, nil
+		case r.keep < 1 || r.keep > sum.Head:
+			return 0, fmt.Errorf("truncate %s: %w: cannot keep through seq %d of a log whose head is %d; pick a seq from 1 to %d", r.id, checkpoint.ErrInvalid, r.keep, sum.Head, sum.Head), nil
+		case r.keep == sum.Head:
+			return sum.Head, nil, nil
+		}
+		if _, err := c.exec(context.Background(), stmtCutTail, r.id, r.keep); err != nil {
+			return 0, nil, err
+		}
+		sum, err := s.refold(c, r.id, r.keep)
+		if err != nil {
+			return 0, nil, err
+		}
+		return sum.Head, nil, s.save(c, r.id, &sum)
+
+	default: // opDelete
+		if !found {
+			return 0, fmt.Errorf("delete %s: %w", r.id, checkpoint.ErrNotFound), nil
+		}
+		if _, err := c.exec(context.Background(), stmtDropEvents, r.id); err != nil {
+			return 0, nil, err
+		}
+		_, err := c.exec(context.Background(), stmtDropSession, r.id)
+		return 0, nil, err
+	}
+}
+
+// summary reads the stored summary of session id; found is false (and the
+// summary zero, so its head 0) when there is no such session.
+func (s *Store) summary(ctx context.Context, c *conn, id string) (sum session.Summary, found bool, err error) {
+	dest := make([]driver.Value, 1)
+	found, err = c.row(ctx, dest, stmtSummary, id)
+	if err != nil || !found {
+		return session.Summary{}, false, err
+	}
+	b, _ := dest[0].([]byte)
+	sum, err = decodeEntry(b)
+	if err != nil {
+		return session.Summary{}, false, fmt.Errorf("the summary of session %s in %s is damaged (%w); delete the session or restore the database from a backup", id, s.path, err)
+	}
+	return sum, true, nil
+}
+
+// save writes the summary row of session id.
+func (s *Store) save(c *conn, id string, sum *session.Summary) error {
+	js, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	_, err = c.exec(context.Background(), stmtSave, id, sum.Namespace, sum.Kind, sum.Head, int64(sum.Messages),
+		string(sum.Status), sum.Created.UnixMicro(), sum.Updated.UnixMicro(), sum.Title, string(js), encodeEntry(sum))
+	return err
+}
+
+// refold recomputes the summary of session id from its events through
+// seq keep.
+func (s *Store) refold(c *conn, id string, keep int64) (session.Summary, error) {
+	sum := session.Summary{ID: id}
+	rows, err := c.query(context.Background(), stmtKept, id, keep)
+	if err != nil {
+		return sum, err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 4)
+	for {
+		e, err := nextEvent(rows, dest)
+		if err != nil {
+			return sum, err
+		}
+		if e == nil {
+			return sum, nil
+		}
+		sum.Apply(*e)
+	}
+}
