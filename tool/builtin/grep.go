@@ -139,7 +139,7 @@ func (Grep) Run(ctx context.Context, call tool.Call) tool.Result {
 	if g.full {
 		fmt.Fprintf(out, "[output stopped after %s; narrow the pattern, path or include to see the rest]\n", plural(g.matches, "match"))
 	}
-	if g.binary > 0 {
+	if g.binary > 0 && g.matches == 0 {
 		fmt.Fprintf(out, "[binary files skipped: %d]\n", g.binary)
 	}
 	if g.unreadable > 0 {
