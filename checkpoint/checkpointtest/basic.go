@@ -123,8 +123,8 @@ func testReadFrom(t *testing.T, b Backend) {
 			t.Fatalf("read from %d: %d events, want %d", tc.from, len(got), len(want)-tc.first)
 		}
 		for i, e := range got {
-			if !sameEvent(e, want[tc.first+i]) {
-				t.Fatalf("read from %d: event %d is seq %d %s, want seq %d", tc.from, i, e.Seq, e.Type, want[tc.first+i].Seq)
+			if err := sameEvent(want[tc.first+i], e); err != nil {
+				t.Fatalf("read from %d, event %d: %v", tc.from, i, err)
 			}
 		}
 	}

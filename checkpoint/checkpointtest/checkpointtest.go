@@ -28,10 +28,12 @@
 package checkpointtest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -231,20 +233,52 @@ func readAll(tb testing.TB, c checkpoint.Checkpointer, id string, from int64) []
 // checkLog fails unless the stored log of id equals want exactly.
 func checkLog(tb testing.TB, c checkpoint.Checkpointer, id string, want []session.Event) {
 	tb.Helper()
-	got := readAll(tb, c, id, 1)
-	if diff := cmp.Diff(want, got, eventCmp); diff != "" {
-		tb.Fatalf("log of %s (-want +got):\n%s", id, diff)
+	if err := sameLog(want, readAll(tb, c, id, 1)); err != nil {
+		tb.Fatalf("log of %s: %v", id, err)
 	}
 }
 
-// eventCmp compares events exactly: the same instant in UTC, the same data
-// byte for byte.
-var eventCmp = cmp.Comparer(sameEvent)
+// sameLog describes the first difference between two logs, nil if none.
+// Events must match exactly: seq, type, the same instant in UTC, the same
+// data byte for byte.
+func sameLog(want, got []session.Event) error {
+	for i := range max(len(want), len(got)) {
+		if i >= len(got) {
+			return fmt.Errorf("%d events, want %d: seq %d (%s) is missing", len(got), len(want), want[i].Seq, want[i].Type)
+		}
+		if i >= len(want) {
+			return fmt.Errorf("%d events, want %d: unexpected seq %d (%s)", len(got), len(want), got[i].Seq, got[i].Type)
+		}
+		if err := sameEvent(want[i], got[i]); err != nil {
+			return fmt.Errorf("event %d of %d: %w", i+1, len(want), err)
+		}
+	}
+	return nil
+}
 
-// sameEvent reports whether two events are equal as eventCmp sees them.
-func sameEvent(a, b session.Event) bool {
-	return a.Seq == b.Seq && a.Type == b.Type && a.Time.Equal(b.Time) &&
-		a.Time.Location() == b.Time.Location() && string(a.Data) == string(b.Data)
+// sameEvent describes how got differs from want, nil if it does not.
+func sameEvent(want, got session.Event) error {
+	switch {
+	case got.Seq != want.Seq:
+		return fmt.Errorf("seq %d (%s), want seq %d (%s)", got.Seq, got.Type, want.Seq, want.Type)
+	case got.Type != want.Type:
+		return fmt.Errorf("seq %d has type %q, want %q", got.Seq, got.Type, want.Type)
+	case !got.Time.Equal(want.Time):
+		return fmt.Errorf("seq %d has time %v, want %v (times are kept to the microsecond)", got.Seq, got.Time, want.Time)
+	case got.Time.Location() != time.UTC:
+		return fmt.Errorf("seq %d has time %v in location %q; return times in UTC", got.Seq, got.Time, got.Time.Location())
+	case !bytes.Equal(got.Data, want.Data):
+		return fmt.Errorf("seq %d has data %s, want %s (data must come back byte for byte)", got.Seq, short(got.Data), short(want.Data))
+	}
+	return nil
+}
+
+// short quotes data, eliding the middle of long data.
+func short(data []byte) string {
+	if len(data) <= 200 {
+		return fmt.Sprintf("%q", data)
+	}
+	return fmt.Sprintf("%q…(%d bytes)…%q", data[:120], len(data), data[len(data)-60:])
 }
 
 // summaryCmp compares summaries as the fold computes them.

@@ -1,12 +1,3 @@
-// Package memory is a checkpoint.Checkpointer that keeps session logs in the
-// process's memory. Nothing survives Close or the process: it is for
-// sessionless use (an agent that should leave nothing behind) and for tests.
-//
-// A Store is a map from session id to its log and its session.Summary,
-// guarded by one mutex. The summary is folded forward with
-// session.Summary.Apply on every append, so Head and List never walk a log;
-// Truncate recomputes it from the kept events. Events are copied on the way
-// in and on the way out, so neither side can change the other's data.
 package memory
 
 import (
@@ -28,18 +19,18 @@ var _ checkpoint.Checkpointer = (*Store)(nil)
 type Store struct {
 	mu       sync.RWMutex
 	closed   bool
-	sessions map[string]*log
+	sessions map[string]*sessionLog
 }
 
-// log is one session's events and their summary.
-type log struct {
+// sessionLog is one session's events and their summary.
+type sessionLog struct {
 	events  []session.Event
 	summary session.Summary
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{sessions: make(map[string]*log)}
+	return &Store{sessions: make(map[string]*sessionLog)}
 }
 
 // Append implements checkpoint.Checkpointer.
@@ -68,7 +59,7 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 		return 0, &checkpoint.ConflictError{Session: id, Expected: expectedHead, Actual: head}
 	}
 	if l == nil {
-		l = &log{summary: session.Summary{ID: id}}
+		l = &sessionLog{summary: session.Summary{ID: id}}
 		s.sessions[id] = l
 	}
 	for _, e := range prepared {
@@ -78,9 +69,10 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 	return l.summary.Head, nil
 }
 
-// Read implements checkpoint.Checkpointer. It copies the requested events
-// under the lock and yields them after releasing it, so a slow consumer never
-// blocks writers.
+// Read implements checkpoint.Checkpointer. It takes the events to yield
+// under the lock without copying them (appended events are never changed,
+// and Truncate gives the log a new array), then copies each as it yields it,
+// so a slow consumer never blocks writers.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		events, err := s.snapshot(ctx, id, fromSeq)
@@ -89,6 +81,7 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 			return
 		}
 		for _, e := range events {
+			e.Data = clone(e.Data)
 			if !yield(e, nil) {
 				return
 			}
@@ -96,7 +89,8 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 	}
 }
 
-// snapshot copies the events of id with seq >= fromSeq.
+// snapshot returns the events of id with seq >= fromSeq. The caller must not
+// modify them.
 func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]session.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", id, err)
@@ -110,15 +104,8 @@ func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]sessi
 	if l == nil {
 		return nil, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
 	}
-	start := max(fromSeq, 1) - 1
-	if start >= int64(len(l.events)) {
-		return nil, nil
-	}
-	out := slices.Clone(l.events[start:])
-	for i := range out {
-		out[i].Data = clone(out[i].Data)
-	}
-	return out, nil
+	start := min(max(fromSeq, 1)-1, int64(len(l.events)))
+	return l.events[start:len(l.events):len(l.events)], nil
 }
 
 // Head implements checkpoint.Checkpointer.
@@ -138,31 +125,32 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	return copySummary(l.summary), nil
 }
 
-// List implements checkpoint.Checkpointer.
+// List implements checkpoint.Checkpointer. It sorts pointers to the logs
+// and copies only the summaries it returns.
 func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", namespace, err)
 	}
 	s.mu.RLock()
-	var out []session.Summary
+	defer s.mu.RUnlock()
 	if s.closed {
-		s.mu.RUnlock()
 		return nil, fmt.Errorf("list %s: %w", namespace, checkpoint.ErrClosed)
 	}
+	var logs []*sessionLog
 	for _, l := range s.sessions {
 		if (namespace == "" || l.summary.Namespace == namespace) && opts.Matches(l.summary) {
-			out = append(out, copySummary(l.summary))
+			logs = append(logs, l)
 		}
 	}
-	s.mu.RUnlock()
-	slices.SortFunc(out, func(a, b session.Summary) int {
-		if c := b.Updated.Compare(a.Updated); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
+	slices.SortFunc(logs, func(a, b *sessionLog) int {
+		return cmp.Or(b.summary.Updated.Compare(a.summary.Updated), cmp.Compare(a.summary.ID, b.summary.ID))
 	})
-	if opts.Limit > 0 && len(out) > opts.Limit {
-		out = out[:opts.Limit]
+	if opts.Limit > 0 && len(logs) > opts.Limit {
+		logs = logs[:opts.Limit]
+	}
+	out := make([]session.Summary, len(logs))
+	for i, l := range logs {
+		out[i] = copySummary(l.summary)
 	}
 	return out, nil
 }
@@ -208,8 +196,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	if keepThrough == head {
 		return head, nil
 	}
-	clear(l.events[keepThrough:]) // let the dropped payloads be collected
-	l.events = l.events[:keepThrough]
+	// A new array: readers may still hold the old one, and appends must not
+	// write over the events they are about to yield.
+	l.events = slices.Clone(l.events[:keepThrough])
 	l.summary = session.Summarize(id, l.events)
 	return keepThrough, nil
 }
