@@ -1,0 +1,543 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// state is what a Store knows of one session's row in sessions.
+type state struct {
+	exists bool
+	sum    session.Summary
+	gen    int64 // generation: new on creation and on every truncation
+	etag   int64 // new on every write
+}
+
+// appendReq is one Append waiting for a group commit.
+type appendReq struct {
+	ctx      context.Context
+	id       string
+	expected int64
+	events   []session.Event // prepared: seqs assigned, times set
+
+	// The outcome.
+	done bool
+	head int64
+	err  error
+
+	// An attempt whose outcome is not known yet (the connection broke after
+	// it was sent): the etag it writes and the head it makes if it applied.
+	tag     int64
+	newHead int64
+}
+
+const (
+	// retryWindow is how long a group commit keeps retrying after the
+	// connection to the server broke, before failing its appends.
+	retryWindow = 3 * time.Second
+	// maxRounds bounds the rounds a group commit spends on appends whose
+	// sessions keep changing under it (another host appending between our
+	// read and our write); each round, some writer makes progress.
+	maxRounds = 100
+	// resolveTimeout bounds the look-up that settles whether an append sent
+	// just before its context was cancelled took effect.
+	resolveTimeout = 5 * time.Second
+	// maxCached is how many session states a Store remembers.
+	maxCached = 4096
+)
+
+// Append implements checkpoint.Checkpointer.
+//
+// Appends from concurrent goroutines are committed together: one pipeline of
+// statements, one implicit transaction, one WAL flush. Each statement checks
+// its own session's head, so a conflict in one does not affect the others.
+// If the connection breaks, the append is retried for a few seconds; an
+// append whose outcome the break hid is recognised by the etag it wrote, so
+// it is never applied twice.
+func (s *Store) Append(ctx context.Context, id string, expectedHead int64, events []session.Event) (int64, error) {
+	if s.readOnly {
+		return 0, fmt.Errorf("append %s: %w", id, checkpoint.ErrReadOnly)
+	}
+	if err := s.enter(); err != nil {
+		return 0, fmt.Errorf("append %s: %w", id, err)
+	}
+	defer s.leave()
+	prepared, err := checkpoint.Prepare(id, expectedHead, events, s.maxEvent)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkStorable(id, prepared); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("append %s: %w", id, err)
+	}
+	r := &appendReq{ctx: ctx, id: id, expected: expectedHead, events: prepared}
+	s.group.Submit(r)
+	if r.err != nil {
+		return 0, s.fail("append "+id, r.err)
+	}
+	return r.head, nil
+}
+
+// checkStorable rejects what PostgreSQL's text and timestamptz columns cannot
+// hold, before it can fail a whole group commit. It truncates times to the
+// microsecond, the precision of timestamptz.
+func checkStorable(id string, events []session.Event) error {
+	if !storableText(id) {
+		return fmt.Errorf("append %q: %w: a session id must be valid UTF-8 without NUL bytes", id, checkpoint.ErrInvalid)
+	}
+	for i := range events {
+		e := &events[i]
+		if !storableText(string(e.Type)) {
+			return fmt.Errorf("append %s: %w: event %d has a type %q that is not valid UTF-8 or holds a NUL byte", id, checkpoint.ErrInvalid, i, e.Type)
+		}
+		if y := e.Time.Year(); y < -4000 || y > 200000 {
+			return fmt.Errorf("append %s: %w: event %d has a time (%v) outside the range PostgreSQL stores", id, checkpoint.ErrInvalid, i, e.Time)
+		}
+		e.Time = e.Time.Truncate(time.Microsecond)
+	}
+	return nil
+}
+
+func storableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// commit is the group commit: it settles every request of the batch.
+func (s *Store) commit(batch []*appendReq) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	var pending []*appendReq
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		pending = append(pending, r)
+	}
+	deadline := time.Now().Add(retryWindow)
+	backoff := 25 * time.Millisecond
+	for round := 0; len(pending) > 0; round++ {
+		err := s.round(ctx, pending)
+		pending = slices.DeleteFunc(pending, func(r *appendReq) bool { return r.done })
+		if len(pending) == 0 {
+			return
+		}
+		switch {
+		case err == nil && round < maxRounds:
+			continue
+		case err == nil:
+			err = fmt.Errorf("gave up after %d attempts: the session kept changing under this writer", maxRounds)
+		case isTransient(err) && ctx.Err() == nil && time.Now().Add(backoff).Before(deadline):
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			backoff *= 2
+			continue
+		}
+		s.giveUp(ctx, pending, err)
+		return
+	}
+}
+
+// giveUp fails the pending requests with err, after settling those whose
+// last attempt may have been applied: those succeed if it was.
+func (s *Store) giveUp(ctx context.Context, pending []*appendReq, err error) {
+	if slices.ContainsFunc(pending, func(r *appendReq) bool { return r.tag != 0 }) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+		defer cancel()
+		if _, rerr := s.resolve(rctx, pending); rerr != nil {
+			for _, r := range pending {
+				if r.tag != 0 {
+					r.err = fmt.Errorf("the append may or may not have been saved (reload the session to find out): %w", err)
+					r.done = true
+				}
+			}
+		}
+	}
+	for _, r := range pending {
+		if r.done {
+			continue
+		}
+		r.done = true
+		if cerr := r.ctx.Err(); cerr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			r.err = cerr
+		} else {
+			r.err = err
+		}
+	}
+}
+
+// batchContext returns a context for a group commit that is cancelled only
+// when every request's context is done: a commit that someone still waits
+// for goes on.
+func batchContext(batch []*appendReq) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, r := range batch {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// resolve reads the current state of the pending requests' sessions, settles
+// the requests whose earlier attempt turned out to be applied, and returns
+// the states read.
+func (s *Store) resolve(ctx context.Context, pending []*appendReq) (map[string]state, error) {
+	ids := make([]string, 0, len(pending))
+	for _, r := range pending {
+		if !slices.Contains(ids, r.id) {
+			ids = append(ids, r.id)
+		}
+	}
+	states, err := s.readStates(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	// A session's etag names the last write to it. If it is the etag of an
+	// attempt of ours, that attempt and those chained before it in the same
+	// pipeline were applied; later ones were not.
+	for _, id := range ids {
+		st := states[id]
+		last := -1
+		for i, r := range pending {
+			if r.id == id && r.tag != 0 && st.exists && r.tag == st.etag {
+				last = i
+			}
+		}
+		for i, r := range pending {
+			if r.id != id || r.tag == 0 {
+				continue
+			}
+			if i <= last {
+				r.done, r.head, r.err = true, r.newHead, nil
+			}
+			r.tag = 0
+		}
+	}
+	return states, nil
+}
+
+// readStates reads the rows of sessions ids. Sessions without a row get a
+// state with exists false. The states are remembered in the cache.
+func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, summary, generation, etag FROM sessions WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]state, len(ids))
+	for rows.Next() {
+		var (
+			id  string
+			raw []byte
+			st  = state{exists: true}
+		)
+		if err := rows.Scan(&id, &raw, &st.gen, &st.etag); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &st.sum); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("decode the summary of session %s: %w", id, err)
+		}
+		out[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	for _, id := range ids {
+		st := out[id]
+		s.remember(id, st)
+		out[id] = st
+	}
+	return out, nil
+}
+
+// remember caches st for id; cacheMu must be held.
+func (s *Store) remember(id string, st state) {
+	if !st.exists {
+		delete(s.cache, id)
+		return
+	}
+	if _, ok := s.cache[id]; !ok && len(s.cache) >= maxCached {
+		for k := range s.cache { // evict an arbitrary quarter
+			delete(s.cache, k)
+			if len(s.cache) < maxCached*3/4 {
+				break
+			}
+		}
+	}
+	s.cache[id] = st
+}
+
+func (s *Store) forget(id string) {
+	s.cacheMu.Lock()
+	delete(s.cache, id)
+	s.cacheMu.Unlock()
+}
+
+// known is a state and whether it was read in this round (so a head that
+// differs from an append's expected head is a real conflict) or comes from
+// the cache or from an earlier append of this round (so it may be stale).
+type known struct {
+	state
+	fresh bool
+}
+
+// plan is one append statement of a round.
+type plan struct {
+	r    *appendReq
+	next state
+	prev state
+}
+
+// round makes one attempt at every pending request: it reads the sessions
+// the cache does not vouch for, decides conflicts that a fresh read proves,
+// and sends one pipeline of conditional statements for the rest. Requests it
+// settles are marked done; the others are left for the next round. The error
+// is that of the read or of the pipeline.
+func (s *Store) round(ctx context.Context, pending []*appendReq) error {
+	states := make(map[string]known, len(pending))
+	var need []*appendReq
+	s.cacheMu.Lock()
+	for _, r := range pending {
+		if st, ok := s.cache[r.id]; ok && r.tag == 0 {
+			states[r.id] = known{state: st}
+		} else {
+			need = append(need, r)
+		}
+	}
+	s.cacheMu.Unlock()
+	if len(need) > 0 {
+		fresh, err := s.resolve(ctx, need)
+		if err != nil {
+			return err
+		}
+		for id, st := range fresh {
+			states[id] = known{state: st, fresh: true}
+		}
+	}
+
+	var plans []plan
+	blocked := make(map[string]bool)
+	for _, r := range pending {
+		if r.done || blocked[r.id] {
+			continue
+		}
+		st := states[r.id]
+		head := int64(0)
+		if st.exists {
+			head = st.sum.Head
+		}
+		if head != r.expected {
+			if st.fresh {
+				r.done, r.err = true, &checkpoint.ConflictError{Session: r.id, Expected: r.expected, Actual: head}
+				continue
+			}
+			// The cache may be stale: read the session next round.
+			blocked[r.id] = true
+			s.forget(r.id)
+			continue
+		}
+		next := state{exists: true, gen: st.gen, etag: newTag()}
+		if st.exists {
+			next.sum = st.sum
+			next.sum.Open = slices.Clone(st.sum.Open)
+		} else {
+			next.sum = session.Summary{ID: r.id}
+			next.gen = newTag()
+		}
+		for _, e := range r.events {
+			next.sum.Apply(e)
+		}
+		if err := storableSummary(next.sum); err != nil {
+			r.done, r.err = true, err
+			continue
+		}
+		plans = append(plans, plan{r: r, next: next, prev: st.state})
+		states[r.id] = known{state: next}
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	return s.send(ctx, plans)
+}
+
+// storableSummary rejects summaries whose indexed fields PostgreSQL's text
+// columns cannot hold.
+func storableSummary(sum session.Summary) error {
+	for _, f := range []string{sum.Namespace, sum.Kind} {
+		if !storableText(f) {
+			return fmt.Errorf("%w: the session_started event names a namespace or kind with a NUL byte", checkpoint.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func newTag() int64 { return rand.Int64() }
+
+// The append statements. Each is a compare-and-set on the session's row
+// (insert if absent; update if head and etag are as expected) with the
+// events inserted only if it took. One statement is atomic, so appends that
+// do not take write nothing and raise no error: a conflict in one statement
+// of a pipeline does not abort the others.
+const (
+	createSQL = `WITH s AS (
+	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, summary, generation, etag)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING 1
+), e AS (
+	INSERT INTO events (session, seq, type, time, data)
+	SELECT $1, u.n, u.type, u.time, u.data
+	FROM unnest($12::text[], $13::timestamptz[], $14::bytea[]) WITH ORDINALITY AS u(type, time, data, n)
+	WHERE EXISTS (SELECT FROM s)
+)
+SELECT count(*) FROM s`
+
+	updateSQL = `WITH s AS (
+	UPDATE sessions SET namespace = $2, kind = $3, head = $4, messages = $5, status = $6,
+		created = $7, updated = $8, summary = $9, etag = $10
+	WHERE id = $1 AND head = $11 AND etag = $12
+	RETURNING 1
+), e AS (
+	INSERT INTO events (session, seq, type, time, data)
+	SELECT $1, $11::bigint + u.n, u.type, u.time, u.data
+	FROM unnest($13::text[], $14::timestamptz[], $15::bytea[]) WITH ORDINALITY AS u(type, time, data, n)
+	WHERE EXISTS (SELECT FROM s)
+)
+SELECT count(*) FROM s`
+)
+
+// queue adds p's statement to b.
+func queue(b *pgx.Batch, p plan) error {
+	sum, err := json.Marshal(p.next.sum)
+	if err != nil {
+		return err
+	}
+	n := len(p.r.events)
+	types, times, datas := make([]string, n), make([]time.Time, n), make([][]byte, n)
+	for i, e := range p.r.events {
+		types[i], times[i], datas[i] = string(e.Type), e.Time, e.Data
+	}
+	x := p.next.sum
+	if !p.prev.exists {
+		b.Queue(createSQL, p.r.id, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
+			string(sum), p.next.gen, p.next.etag, types, times, datas)
+	} else {
+		b.Queue(updateSQL, p.r.id, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
+			string(sum), p.next.etag, p.r.expected, p.prev.etag, types, times, datas)
+	}
+	return nil
+}
+
+// send runs the plans as one pipeline and settles them: applied, or not
+// (left pending, their session to be read again), or failed with the
+// statement's error. If the connection breaks, the plans stay pending with
+// their etags set so the next round can tell whether they were applied.
+func (s *Store) send(ctx context.Context, plans []plan) error {
+	b := &pgx.Batch{}
+	for _, p := range plans {
+		if err := queue(b, p); err != nil {
+			p.r.done, p.r.err = true, err
+			return nil
+		}
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for _, p := range plans {
+		p.r.tag, p.r.newHead = p.next.etag, p.next.sum.Head
+	}
+	br := conn.SendBatch(ctx, b)
+	applied := make([]bool, len(plans))
+	var stmtErr error
+	failed := -1
+	for i := range plans {
+		var n int
+		if err := br.QueryRow().Scan(&n); err != nil {
+			stmtErr, failed = err, i
+			break
+		}
+		applied[i] = n == 1
+	}
+	closeErr := br.Close()
+	var refused *pgconn.PgError
+	switch {
+	case stmtErr != nil && errors.As(stmtErr, &refused) && !isTransient(stmtErr) && ctx.Err() == nil:
+		// The statement itself was refused and the implicit transaction
+		// rolled back: it fails, the others go again next round.
+		for i, p := range plans {
+			p.r.tag = 0
+			if i == failed {
+				p.r.done, p.r.err = true, stmtErr
+			}
+			s.forget(p.r.id)
+		}
+		return nil
+	case stmtErr != nil:
+		s.forgetAll(plans)
+		return stmtErr
+	case closeErr != nil:
+		if errors.As(closeErr, &refused) && !isTransient(closeErr) {
+			// The commit was refused: nothing was applied.
+			for _, p := range plans {
+				p.r.tag = 0
+			}
+		}
+		s.forgetAll(plans)
+		return closeErr
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	for i, p := range plans {
+		p.r.tag = 0
+		if applied[i] {
+			p.r.done, p.r.head = true, p.next.sum.Head
+			s.remember(p.r.id, p.next)
+		} else {
+			delete(s.cache, p.r.id)
+		}
+	}
+	return nil
+}
+
+func (s *Store) forgetAll(plans []plan) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	for _, p := range plans {
+		delete(s.cache, p.r.id)
+	}
+}
