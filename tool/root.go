@@ -1,8 +1,10 @@
 package tool
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,6 +167,77 @@ func (r *Root) Locate(p string) (Loc, error) {
 	}
 	// The filesystem changed between Rel and here.
 	return Loc{}, fmt.Errorf("path %s leads outside the workdir (to %s); refused", p, real)
+}
+
+// WriteFile replaces the file at l with data, durably and atomically: a
+// temporary file beside it is written, synced and given perm (exactly, not
+// masked by the umask), then renamed over it, and the directory is synced,
+// so a crash or a concurrent reader never sees half a file. Missing parent
+// directories are created (0755). If the directory does not allow creating
+// the temporary file, the file is rewritten in place instead, keeping its
+// mode. Everything goes through l.FS, so nothing outside its root is
+// touched. A symlink at l was resolved by Locate: its target is replaced and
+// the link kept. Tools and restore share this one way of writing.
+func (l Loc) WriteFile(data []byte, perm fs.FileMode) error {
+	dir, base := filepath.Split(l.Name)
+	if dir != "" {
+		if err := l.FS.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(dir, "."+base+".lite-agent-"+strings.ToLower(rand.Text()[:10])+".tmp")
+	f, err := l.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrPermission) {
+		return l.writeInPlace(data, perm)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		// Chmod the open file, not a name: no link can be swapped in.
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = l.FS.Rename(tmp, l.Name)
+	}
+	if err != nil {
+		l.FS.Remove(tmp)
+		return err
+	}
+	// Make the rename durable; best effort, as some filesystems refuse to
+	// sync directories.
+	if dir == "" {
+		dir = "."
+	}
+	if d, err := l.FS.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// writeInPlace truncates and rewrites the file; an existing file keeps its
+// mode and owner (it may belong to someone else).
+func (l Loc) writeInPlace(data []byte, perm fs.FileMode) error {
+	f, err := l.FS.OpenFile(l.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // reachable reports whether a resolved path is in the workdir or an allowed

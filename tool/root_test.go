@@ -273,3 +273,60 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestLocWriteFile(t *testing.T) {
+	l := newLayout(t)
+	mustSymlink(t, "sub/in.txt", filepath.Join(l.work, "link"))
+	r := openRoot(t, l.work)
+	tests := []struct {
+		path, file string // file: where the bytes land
+		perm       os.FileMode
+	}{
+		{path: "new/deep/file.txt", file: "new/deep/file.txt", perm: 0o640},
+		{path: "sub/in.txt", file: "sub/in.txt", perm: 0o755},
+		{path: "link", file: "sub/in.txt", perm: 0o600},
+	}
+	for _, tt := range tests {
+		loc, err := r.Locate(tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := loc.WriteFile([]byte(tt.path), tt.perm); err != nil {
+			t.Fatalf("WriteFile(%s): %v", tt.path, err)
+		}
+		p := filepath.Join(l.work, filepath.FromSlash(tt.file))
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != tt.path {
+			t.Errorf("%s: content %q, %v", tt.path, b, err)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != tt.perm {
+			t.Errorf("%s: mode %v, %v; want %v", tt.path, fi.Mode(), err, tt.perm)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(l.work, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	filepath.WalkDir(l.work, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".lite-agent-") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+
+	// After a swap, nothing lands outside.
+	loc, err := r.Locate("sub/other/new.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(l.work, "sub")
+	if err := os.Rename(sub, filepath.Join(l.work, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, l.outside, sub)
+	if err := loc.WriteFile([]byte("pwned"), 0o644); err == nil {
+		t.Error("WriteFile through a swapped-in symlink succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(l.outside, "other")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a directory appeared outside: %v", err)
+	}
+}

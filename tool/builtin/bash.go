@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +58,26 @@ type Bash struct {
 	// MaxOutput is how many bytes of output are kept, half from the start
 	// and half from the end; 0 means 32 KiB.
 	MaxOutput int
+	// Env is the command's environment ("KEY=value" entries). Nil means the
+	// agent's own environment without the model credentials it holds
+	// (HiddenEnv), so a command such as `env` cannot copy them into the
+	// transcript and the session log.
+	Env []string
+}
+
+// HiddenEnv names the variables Bash leaves out of the default environment.
+var HiddenEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+
+// environ returns the environment for a command.
+func (b Bash) environ() []string {
+	if b.Env != nil {
+		return b.Env
+	}
+	env := os.Environ()
+	return slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(HiddenEnv, name)
+	})
 }
 
 type bashInput struct {
@@ -121,6 +142,7 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	cmd := exec.Command("bash", "-c", in.Command)
 	cmd.Dir = call.Root.Dir()
+	cmd.Env = b.environ()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()

@@ -68,18 +68,22 @@ func processGone(pid int) bool {
 // waitPID waits for the command under test to write a process id to file.
 func waitPID(t testing.TB, file string) int {
 	t.Helper()
-	for range 1000 {
+	pid, err := pollPID(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// pollPID polls file for a process id and a newline, for up to 20 s.
+func pollPID(file string) (int, error) {
+	for range 2000 {
 		if b, err := os.ReadFile(file); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatalf("pid file %q: %v", b, err)
-			}
-			return pid
+			return strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("the command did not write %s", file)
-	return 0
+	return 0, fmt.Errorf("the command did not write %s", file)
 }
 
 // TestBashStops checks that nothing the command started outlives the call,
@@ -93,11 +97,11 @@ func TestBashStops(t *testing.T) {
 		wantErr bool
 		want    []string
 	}{
-		{name: "timeout", command: "echo start; sleep 60 & echo $! > pid; wait", timeout: "0.3", wantErr: true,
-			want: []string{"start\n", "[timed out after 300ms: the command and the processes it started were stopped]"}},
+		{name: "timeout", command: "echo start; sleep 60 & echo $! > pid; wait", timeout: "1", wantErr: true,
+			want: []string{"start\n", "[timed out after 1s: the command and the processes it started were stopped]"}},
 		{name: "cancel", command: "sleep 60 & echo $! > pid; wait", cancel: true, wantErr: true,
 			want: []string{"[cancelled: the command and the processes it started were stopped]"}},
-		{name: "SIGTERM ignored", command: "trap '' TERM; sleep 60 & echo $! > pid; wait", timeout: "0.3", wantErr: true,
+		{name: "SIGTERM ignored", command: "trap '' TERM; sleep 60 & echo $! > pid; wait", timeout: "1", wantErr: true,
 			want: []string{"timed out"}},
 		{name: "background leftovers", command: "sleep 60 & echo $! > pid; echo done",
 			want: []string{"done\n[exit code 0]\n[background processes the command left running were stopped]"}},
@@ -115,7 +119,7 @@ func TestBashStops(t *testing.T) {
 			}
 			if tt.cancel {
 				go func() {
-					waitPID(t, filepath.Join(w.dir, "pid"))
+					pollPID(filepath.Join(w.dir, "pid"))
 					cancel()
 				}()
 			}
@@ -140,10 +144,19 @@ func TestBashDetachedProcess(t *testing.T) {
 	w := newWorkdir(t)
 	// A process in a session of its own escapes the group; the call must
 	// still return, and stop reading the output it holds open.
-	got := Bash{Grace: 100 * time.Millisecond}.Run(t.Context(), callFor(w, `{"command": "setsid sleep 60 & echo $! > pid; echo done"}`))
+	got := Bash{Grace: 100 * time.Millisecond}.Run(t.Context(), callFor(w, `{"command": "setsid sh -c 'echo $$ > pid; exec sleep 60' & while [ ! -s pid ]; do sleep 0.01; done; echo done"}`))
 	pid := waitPID(t, filepath.Join(w.dir, "pid"))
 	syscall.Kill(pid, syscall.SIGKILL)
 	check(t, "detached", got, false, []string{"done\n[exit code 0]", "detached itself still holds the output open"})
+}
+
+func TestBashEnv(t *testing.T) {
+	w := newWorkdir(t)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-secret")
+	t.Setenv("LITE_AGENT_TEST_VAR", "visible")
+	const cmd = `{"command": "echo ${ANTHROPIC_API_KEY:-hidden} $LITE_AGENT_TEST_VAR"}`
+	check(t, "default env", w.call(t, Bash{}, cmd), false, []string{"hidden visible\n"})
+	check(t, "explicit env", w.call(t, Bash{Env: []string{"ANTHROPIC_API_KEY=given", "PATH=" + os.Getenv("PATH")}}, cmd), false, []string{"given\n[exit code 0]"})
 }
 
 func TestHeadTail(t *testing.T) {

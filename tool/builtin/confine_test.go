@@ -98,16 +98,13 @@ func TestSwapAfterLocate(t *testing.T) {
 		use  func(loc tool.Loc) error
 	}{
 		{name: "overwrite", path: "sub/in.txt", use: func(loc tool.Loc) error {
-			return writeFile(loc, []byte("pwned"), newFileMode)
+			return loc.WriteFile([]byte("pwned"), newFileMode)
 		}},
 		{name: "create", path: "sub/new.txt", use: func(loc tool.Loc) error {
-			return writeFile(loc, []byte("pwned"), newFileMode)
+			return loc.WriteFile([]byte("pwned"), newFileMode)
 		}},
-		{name: "in place", path: "sub/in.txt", use: func(loc tool.Loc) error {
-			return writeInPlace(loc, []byte("pwned"), newFileMode)
-		}},
-		{name: "mkdir parents", path: "sub/deeper/new.txt", use: func(loc tool.Loc) error {
-			return loc.FS.MkdirAll(filepath.Dir(loc.Name), newDirMode)
+		{name: "create with parents", path: "sub/deeper/new.txt", use: func(loc tool.Loc) error {
+			return loc.WriteFile([]byte("pwned"), newFileMode)
 		}},
 		{name: "read", path: "sub/in.txt", use: func(loc tool.Loc) error {
 			_, err := loc.FS.ReadFile(loc.Name)

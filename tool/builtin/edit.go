@@ -114,7 +114,7 @@ func (Edit) Run(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return tool.Errorf("%s: %s Nothing was changed.", loc.Path, err)
 	}
-	if err := writeFile(loc, []byte(rep.out), keptMode(fi)); err != nil {
+	if err := loc.WriteFile([]byte(rep.out), keptMode(fi)); err != nil {
 		return tool.Errorf("cannot write %s: %v", loc.Path, err)
 	}
 	var out strings.Builder

@@ -2,14 +2,12 @@ package builtin
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/tool"
@@ -28,11 +26,8 @@ const writeSchema = `{
   "additionalProperties": false
 }`
 
-// Modes for files and directories the tools create.
-const (
-	newFileMode os.FileMode = 0o644
-	newDirMode  os.FileMode = 0o755
-)
+// newFileMode is the mode of files the tools create.
+const newFileMode os.FileMode = 0o644
 
 // Write creates or replaces a whole file.
 type Write struct{}
@@ -93,14 +88,7 @@ func (Write) Run(ctx context.Context, call tool.Call) tool.Result {
 	if res != nil {
 		return *res
 	}
-	if !existed {
-		if dir := filepath.Dir(loc.Name); dir != "." {
-			if err := loc.FS.MkdirAll(dir, newDirMode); err != nil {
-				return tool.Errorf("cannot create the parent directories of %s: %v", loc.Path, err)
-			}
-		}
-	}
-	if err := writeFile(loc, []byte(*in.Content), mode); err != nil {
+	if err := loc.WriteFile([]byte(*in.Content), mode); err != nil {
 		return tool.Errorf("cannot write %s: %v", loc.Path, err)
 	}
 	verb := "wrote"
@@ -133,75 +121,6 @@ func existingMode(loc tool.Loc) (os.FileMode, bool, *tool.Result) {
 // keptMode is the part of an existing file's mode a rewrite keeps.
 func keptMode(fi fs.FileInfo) os.FileMode {
 	return fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-}
-
-// writeFile replaces the file at loc with data: a temporary file beside it,
-// synced, given mode, then renamed over it, so a crash or a concurrent
-// reader never sees half a file. Everything goes through loc.FS. If the
-// directory does not allow creating the temporary file, the file is
-// rewritten in place instead.
-func writeFile(loc tool.Loc, data []byte, mode os.FileMode) error {
-	dir, base := filepath.Split(loc.Name)
-	tmp := filepath.Join(dir, "."+base+".lite-agent-"+strings.ToLower(rand.Text()[:10])+".tmp")
-	f, err := loc.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrPermission) {
-		return writeInPlace(loc, data, mode)
-	}
-	if err != nil {
-		return err
-	}
-	err = writeSyncChmod(f, data, mode)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = loc.FS.Rename(tmp, loc.Name)
-	}
-	if err != nil {
-		loc.FS.Remove(tmp)
-		return err
-	}
-	syncDir(loc.FS, dir)
-	return nil
-}
-
-func writeInPlace(loc tool.Loc, data []byte, mode os.FileMode) error {
-	// The file may belong to someone else: keep its mode as it is.
-	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func writeSyncChmod(f *os.File, data []byte, mode os.FileMode) error {
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	// Chmod on the open file, not by name: no link can be swapped in.
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// syncDir makes a rename in dir durable; best effort, as some filesystems
-// refuse to sync directories.
-func syncDir(fsys *os.Root, dir string) {
-	if dir == "" {
-		dir = "."
-	}
-	if d, err := fsys.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // countTextLines counts lines the way an editor shows them: a trailing
