@@ -280,7 +280,7 @@ func testMultiProcess(t *testing.T, b Backend) {
 	create(t, c, "s1", "ns", 0)
 	ctx, cancel := context.WithTimeout(t.Context(), concurrencyTimeout)
 	defer cancel()
-	const procs, appends = 4, 12
+	const procs, appends = 4, 25
 	children := make([]*child, procs)
 	for w := range procs {
 		children[w] = startChild(t, b, roleAppend, loc, "s1", fmt.Sprint(w, appends))

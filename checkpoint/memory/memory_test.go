@@ -1,11 +1,14 @@
 package memory_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // backend describes the memory store to the conformance suite. Every Open
@@ -23,3 +26,45 @@ func TestMain(m *testing.M) { checkpointtest.Main(m, backend()) }
 func TestConformance(t *testing.T) { checkpointtest.Run(t, backend()) }
 
 func BenchmarkMemory(b *testing.B) { checkpointtest.Bench(b, backend()) }
+
+// TestReadKeepsItsSnapshot checks that a Read in progress goes on yielding
+// the log as it was when it began, even when the log is truncated and
+// appended to under it (the store shares the events' array with readers).
+func TestReadKeepsItsSnapshot(t *testing.T) {
+	ctx := t.Context()
+	s := memory.New()
+	defer s.Close()
+	prompt := func(text string) session.Event {
+		return session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: text})
+	}
+	events := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: "s", Namespace: "ns"})}
+	for i := range 5 {
+		events = append(events, prompt(fmt.Sprint("old ", i+2)))
+	}
+	if _, err := s.Append(ctx, "s", 0, events); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for e, err := range s.Read(ctx, "s", 2) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p session.UserPrompt
+		if err := e.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprint(e.Seq, " ", p.Text))
+		if e.Seq == 2 {
+			if _, err := s.Truncate(ctx, "s", 1, 6); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, "s", 1, []session.Event{prompt("new 2"), prompt("new 3"), prompt("new 4")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := []string{"2 old 2", "3 old 3", "4 old 4", "5 old 5", "6 old 6"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("read during truncate and append yielded %q, want %q", got, want)
+	}
+}
