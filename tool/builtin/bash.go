@@ -172,10 +172,7 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 	case <-ctx.Done():
 		stopped = "cancelled"
 	}
-	if stopped != "" {
-		terminate(pgid, waited, grace)
-	}
-	leftovers := stopGroup(pgid, grace)
+	leftovers := stopGroup(pgid, waited, stopped != "", grace)
 	// Everything in the group is gone, so the pipe is closed unless a
 	// process that left the group still holds it: stop reading then.
 	detached := false
@@ -222,34 +219,35 @@ func exitNote(ps *os.ProcessState) string {
 	return fmt.Sprintf("[exit code %d]", ps.ExitCode())
 }
 
-// terminate stops the command's process group: SIGTERM, then SIGKILL if
-// the leader has not exited after grace. It returns once the leader has
-// been waited for.
-func terminate(pgid int, waited <-chan error, grace time.Duration) {
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-waited:
-	case <-t.C:
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		<-waited
+// stopGroup ends the command's process group. With now set (timeout or
+// cancellation) the whole group gets SIGTERM at once; otherwise the leader
+// has exited and only processes left behind, if any, get it. Whatever still
+// lives after grace gets SIGKILL. It returns once the leader has been waited
+// for and the group is gone (or, for zombies nobody reaps, after a bound),
+// and reports whether processes other than the leader were left to stop.
+func stopGroup(pgid int, waited <-chan error, now bool, grace time.Duration) (leftovers bool) {
+	deadline := time.Now().Add(grace)
+	if now {
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-waited:
+		case <-t.C:
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			<-waited
+		}
+		t.Stop()
 	}
-}
-
-// stopGroup stops what is left of a process group whose leader has exited:
-// SIGTERM, then SIGKILL after grace, and waits (bounded) until the group is
-// gone. It reports whether anything was left.
-func stopGroup(pgid int, grace time.Duration) bool {
 	if !groupAlive(pgid) {
 		return false
 	}
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	if waitGroupGone(pgid, grace) {
-		return true
+	if !now {
+		syscall.Kill(-pgid, syscall.SIGTERM)
 	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	waitGroupGone(pgid, grace)
+	if !waitGroupGone(pgid, time.Until(deadline)) {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		waitGroupGone(pgid, grace)
+	}
 	return true
 }
 

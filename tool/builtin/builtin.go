@@ -9,16 +9,18 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/tool"
 )
 
-// All returns the built-in tools with their default settings, in the order
-// they are offered to the model.
+// All returns the built-in file and shell tools with their default
+// settings, in the order they are offered to the model. Tools that need
+// session state (the todo list) are not here: the agent adds them.
 func All() []tool.Tool {
-	return []tool.Tool{Read{}, Write{}, Edit{}, Glob{}, Grep{}, LS{}, &Bash{}}
+	return []tool.Tool{Read{}, Write{}, Edit{}, Glob{}, Grep{}, LS{}, Bash{}}
 }
 
 // decode parses a tool's JSON input into v. Empty input and null count as
@@ -44,13 +46,17 @@ func decode(input json.RawMessage, v any) error {
 func describeJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		want := te.Type.String()
-		switch te.Type.Kind().String() {
-		case "string":
+		typ := te.Type
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		want := typ.String()
+		switch typ.Kind() {
+		case reflect.String:
 			want = "a string"
-		case "bool":
+		case reflect.Bool:
 			want = "true or false"
-		case "int", "int64", "float64":
+		case reflect.Int, reflect.Int64, reflect.Float64:
 			want = "a number"
 		}
 		return fmt.Sprintf("field %q must be %s, not a JSON %s", te.Field, want, te.Value)

@@ -14,8 +14,10 @@
 // a message that says what to do next; Run never panics on bad input.
 //
 // write and edit implement tool.Mutator so the agent can snapshot the file
-// before it changes. bash runs a shell command in its own session and
+// before it changes; both write through tool.Loc.WriteFile (a synced
+// temporary file renamed over the old one), keeping the file's mode. bash runs a shell command in its own session and
 // process group, which it stops (SIGTERM, then SIGKILL) on timeout,
 // cancellation, or when the command leaves background processes behind; its
-// results are marked Untracked.
+// results are marked Untracked. Its default environment leaves out the
+// model API keys (HiddenEnv). bash needs a Unix system.
 package builtin

@@ -135,7 +135,7 @@ func snippet(out string, start, size int) string {
 	const context, maxLines, maxLineLen = 2, 16, 200
 	first := strings.Count(out[:start], "\n")                  // 0-based line of the start
 	last := first + strings.Count(out[start:start+size], "\n") // 0-based line of the end
-	lines := strings.Split(out, "\n")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	from, to := max(first-context, 0), min(last+context, len(lines)-1)
 	var b strings.Builder
 	for i := from; i <= to; i++ {

@@ -186,7 +186,7 @@ func TestSnippet(t *testing.T) {
 	}
 	long := strings.Repeat("x\n", 40)
 	got = snippet(long, 0, len(long))
-	if !strings.Contains(got, "[… 25 lines more]") || strings.Count(got, "\n") != 16 {
+	if !strings.Contains(got, "[… 24 lines more]") || strings.Count(got, "\n") != 16 {
 		t.Errorf("long snippet not capped:\n%s", got)
 	}
 }

@@ -35,6 +35,7 @@ func TestWrite(t *testing.T) {
 		{name: "directory", input: `{"path": "dir", "content": "x"}`, wantErr: true, want: []string{"dir is a directory"}},
 		{name: "parent is a file", input: `{"path": "exec.sh/x", "content": "x"}`, wantErr: true, want: []string{"exec.sh/x"}},
 		{name: "no content", input: `{"path": "c.txt"}`, wantErr: true, want: []string{"content is required"}},
+		{name: "content not a string", input: `{"path": "c.txt", "content": 5}`, wantErr: true, want: []string{`field "content" must be a string, not a JSON number`}},
 		{name: "no path", input: `{"content": "x"}`, wantErr: true, want: []string{"path is required"}},
 	}
 	for _, tt := range tests {
