@@ -1,0 +1,247 @@
+package liteagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/file"
+	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool"
+	"github.com/lite-agent/lite-agent/tool/builtin"
+)
+
+// Options configures an Agent. The zero value (or nil) gives an agent in
+// the current directory, with the built-in tools and sessions persisted by
+// the file checkpointer under StateDir(); it needs a Provider to Send.
+type Options struct {
+	// Provider is the model API. Without one the agent can list, inspect,
+	// fork and restore sessions but not Send.
+	Provider provider.Provider
+	// Model is the model name sent to the provider.
+	Model string
+	// System is the system prompt; empty gives DefaultSystemPrompt.
+	System string
+	// Workdir is where tools run; default the current directory. Tools
+	// cannot reach outside it, except into AllowPaths.
+	Workdir    string
+	AllowPaths []string
+	// Checkpointer stores sessions. Nil: a file checkpointer under
+	// StateDir(), opened by New and closed by Close. A checkpointer passed
+	// here is the caller's to close, after the agent.
+	Checkpointer checkpoint.Checkpointer
+	// DisableSessions keeps the conversation in memory only: nothing is
+	// written anywhere, and ListSessions, Resume, ListCheckpoints, Restore,
+	// Fork and DeleteSession return ErrSessionsDisabled. A Checkpointer
+	// given explicitly overrides it.
+	DisableSessions bool
+	// Namespace groups sessions for listing; default the canonical workdir.
+	Namespace string
+	// Tools the model may call; nil means builtin.All().
+	Tools []tool.Tool
+	// Approve decides on tool calls that change files or run commands.
+	// Nil approves everything: set it for untrusted models.
+	Approve ApprovalFunc
+	// MaxModelCalls caps model calls per Send (default 50).
+	MaxModelCalls int
+	// MaxTokens caps each model response (0: the provider's default).
+	MaxTokens int
+}
+
+// DefaultSystemPrompt is the system prompt used when Options.System is empty.
+const DefaultSystemPrompt = "You are lite-agent, a careful coding agent working in the user's workdir. Use the tools to read, search and change files and to run commands. Keep changes minimal and explain what you did."
+
+// Decision is an approval handler's answer.
+type Decision int
+
+// Decisions.
+const (
+	Deny         Decision = iota // do not run the call; the model is told it was denied
+	AllowOnce                    // run this call
+	AllowSession                 // run this call and every later call of the same tool in this agent
+)
+
+// ApprovalRequest describes a tool call waiting for approval.
+type ApprovalRequest struct {
+	Session string
+	CallID  string
+	Tool    string
+	Kind    tool.Kind
+	Input   json.RawMessage
+	Paths   []string // files the call will change, where known
+}
+
+// ApprovalFunc decides on a tool call. It must return when ctx is done
+// (the turn was cancelled or the agent closed), dismissing any prompt.
+type ApprovalFunc func(ctx context.Context, req ApprovalRequest) (Decision, error)
+
+// Agent runs turns of one current session at a time. Its methods are safe
+// for concurrent use; Send calls are serialised.
+type Agent struct {
+	opts      Options
+	store     checkpoint.Checkpointer
+	ownStore  bool
+	persist   bool
+	namespace string
+	root      *tool.Root
+	tools     map[string]tool.Tool
+	specs     []provider.ToolSpec
+	hub       hub
+
+	closing   context.Context // done when Close starts
+	stopAll   context.CancelFunc
+	turn      chan struct{} // one Send at a time
+	inflight  sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	mu       sync.Mutex // guards the fields below
+	id       string
+	head     int64
+	state    *session.State
+	allowed  map[string]bool // tools approved for the session
+	goal     string          // the prompt that started the current work
+	isClosed bool
+}
+
+// New creates an agent. It writes nothing until the first Send.
+func New(opts *Options) (*Agent, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("workdir: %w", err)
+		}
+		o.Workdir = wd
+	}
+	if o.MaxModelCalls <= 0 {
+		o.MaxModelCalls = 50
+	}
+	if o.System == "" {
+		o.System = DefaultSystemPrompt
+	}
+	root, err := tool.OpenRoot(o.Workdir, o.AllowPaths...)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{opts: o, root: root, turn: make(chan struct{}, 1), tools: map[string]tool.Tool{}, allowed: map[string]bool{}}
+	a.namespace = o.Namespace
+	if a.namespace == "" {
+		a.namespace = root.Dir()
+	}
+	switch {
+	case o.Checkpointer != nil:
+		a.store, a.persist = o.Checkpointer, true
+	case o.DisableSessions:
+		a.store, a.ownStore = memory.New(), true
+	default:
+		dir, err := StateDir()
+		if err != nil {
+			root.Close()
+			return nil, err
+		}
+		st, err := file.Open(filepath.Join(dir, "sessions"), nil)
+		if err != nil {
+			root.Close()
+			return nil, err
+		}
+		a.store, a.ownStore, a.persist = st, true, true
+	}
+	tools := o.Tools
+	if tools == nil {
+		tools = builtin.All()
+	}
+	for _, t := range tools {
+		s := t.Spec()
+		if _, dup := a.tools[s.Name]; dup {
+			a.Close()
+			return nil, fmt.Errorf("two tools are named %q", s.Name)
+		}
+		a.tools[s.Name] = t
+		a.specs = append(a.specs, provider.ToolSpec{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
+	}
+	a.closing, a.stopAll = context.WithCancel(context.Background())
+	return a, nil
+}
+
+// StateDir returns the directory lite-agent keeps state in:
+// $XDG_STATE_HOME/lite-agent, else ~/.local/state/lite-agent.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "lite-agent"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the state directory: %w (set XDG_STATE_HOME)", err)
+	}
+	return filepath.Join(home, ".local", "state", "lite-agent"), nil
+}
+
+// SessionID returns the current session's id, "" before the first Send or
+// Resume.
+func (a *Agent) SessionID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.id
+}
+
+// Workdir returns the canonical workdir tools run in.
+func (a *Agent) Workdir() string { return a.root.Dir() }
+
+// Namespace returns the namespace the agent lists and creates sessions in.
+func (a *Agent) Namespace() string { return a.namespace }
+
+// Close aborts a running turn (its model stream and tools), waits for it to
+// record how it ended, ends subscriptions and releases what the agent owns
+// (the default checkpointer). It is safe to call more than once.
+func (a *Agent) Close() error {
+	a.closeOnce.Do(func() {
+		a.mu.Lock()
+		a.isClosed = true
+		a.mu.Unlock()
+		if a.stopAll != nil {
+			a.stopAll()
+		}
+		a.inflight.Wait()
+		a.hub.close()
+		var errs []error
+		if a.ownStore && a.store != nil {
+			errs = append(errs, a.store.Close())
+		}
+		errs = append(errs, a.root.Close())
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}
+
+// enter registers a call that must finish before Close returns, and
+// returns a context cancelled when ctx is or when Close starts.
+func (a *Agent) enter(ctx context.Context) (context.Context, func(), error) {
+	a.mu.Lock()
+	if a.isClosed {
+		a.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	a.inflight.Add(1)
+	a.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(a.closing, cancel)
+	return ctx, func() { stop(); cancel(); a.inflight.Done() }, nil
+}
+
+func (a *Agent) requirePersistent() error {
+	if !a.persist {
+		return ErrSessionsDisabled
+	}
+	return nil
+}

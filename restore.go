@@ -1,0 +1,315 @@
+package liteagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// ListCheckpoints returns the session's checkpoints, one per prompt, oldest
+// first. Restore(id, cp.Seq) rewinds to just before that prompt.
+func (a *Agent) ListCheckpoints(ctx context.Context, id string) ([]session.Checkpoint, error) {
+	if err := a.requirePersistent(); err != nil {
+		return nil, err
+	}
+	st, err := a.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return st.Checkpoints(), nil
+}
+
+// Fork creates a new session holding the events of session id up to seq
+// (0: all of them), with its parent recorded. The original is untouched.
+// It returns the new session's id.
+func (a *Agent) Fork(ctx context.Context, id string, seq int64) (string, error) {
+	if err := a.requirePersistent(); err != nil {
+		return "", err
+	}
+	events, err := checkpoint.ReadAll(ctx, a.store, id)
+	if err != nil {
+		return "", fmt.Errorf("fork %s: %w", id, err)
+	}
+	head := int64(len(events))
+	if seq == 0 {
+		seq = head
+	}
+	if seq < 1 || seq > head {
+		return "", fmt.Errorf("fork %s: seq %d is outside the log (1 to %d); list checkpoints to pick one", id, seq, head)
+	}
+	fork := NewSessionID()
+	if err := a.copyLog(ctx, fork, id, events[:seq], nil); err != nil {
+		return "", fmt.Errorf("fork %s: %w", id, err)
+	}
+	return fork, nil
+}
+
+// copyLog writes events (a log's prefix) as the new session fork, with its
+// session_started rewritten to name fork and its parent, then extra.
+func (a *Agent) copyLog(ctx context.Context, fork, parent string, events, extra []session.Event) error {
+	var start session.SessionStarted
+	if len(events) == 0 || events[0].Type != session.TypeSessionStarted {
+		return fmt.Errorf("session %s does not begin with %s", parent, session.TypeSessionStarted)
+	}
+	if err := events[0].Decode(&start); err != nil {
+		return err
+	}
+	start.ID = fork
+	start.Parent = &session.ForkRef{Session: parent, Seq: int64(len(events))}
+	first, err := session.New(session.TypeSessionStarted, start)
+	if err != nil {
+		return err
+	}
+	first.Time = events[0].Time
+	out := append([]session.Event{first}, events[1:]...)
+	out = append(out, extra...)
+	_, err = a.store.Append(ctx, fork, 0, out)
+	return err
+}
+
+// RestoreOptions adjusts Restore.
+type RestoreOptions struct {
+	// Force overwrites files that changed since this session last left
+	// them (by another person or program) instead of refusing.
+	Force bool
+	// DryRun computes and returns the plan, drift included, and writes
+	// nothing.
+	DryRun bool
+}
+
+// FileChange is one file a restore puts back.
+type FileChange struct {
+	Path   string `json:"path"`
+	Action string `json:"action"` // "restore" (write the old content) or "remove" (it did not exist)
+}
+
+// RestoreResult says what a restore did.
+type RestoreResult struct {
+	Session string       `json:"session"`
+	ToSeq   int64        `json:"to_seq"`
+	Files   []FileChange `json:"files"`
+	// Drift lists files changed since this session last left them; with
+	// Force they were overwritten, else nothing was written.
+	Drift []string `json:"drift,omitempty"`
+	// NotUndone lists tool calls after the checkpoint whose effects a
+	// restore cannot undo (shell commands), as "tool call_id: input".
+	NotUndone []string `json:"not_undone,omitempty"`
+	// UndoSession keeps the log as it was before the restore, and the files
+	// as the restore found them: Restore(UndoSession, UndoSeq) undoes it.
+	UndoSession string `json:"undo_session,omitempty"`
+	UndoSeq     int64  `json:"undo_seq,omitempty"`
+}
+
+// DriftError is returned by Restore when files changed since the session
+// last left them. Nothing was written.
+type DriftError struct {
+	Session string
+	Files   []string
+}
+
+func (e *DriftError) Error() string {
+	return fmt.Sprintf("restore of session %s stopped before writing anything: %d file(s) changed since this session last left them (%s); keep your changes and leave them, or restore with force to overwrite them",
+		e.Session, len(e.Files), strings.Join(e.Files, ", "))
+}
+
+// Restore rewinds session id to checkpoint seq: every file the tools
+// changed after it goes back to how it was then (files created since are
+// removed, deleted ones come back, modes too), then the log is truncated to
+// seq. Before writing anything it checks that each file is still as the
+// session left it; a file changed since by someone else stops the restore
+// with a *DriftError unless opts.Force. The log as it was is kept as a new
+// session (RestoreResult.UndoSession), so a restore can be undone. Restore
+// is idempotent and can be re-run after a crash half-way.
+func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *RestoreOptions) (*RestoreResult, error) {
+	if err := a.requirePersistent(); err != nil {
+		return nil, err
+	}
+	var o RestoreOptions
+	if opts != nil {
+		o = *opts
+	}
+	ctx, leave, err := a.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	unlock, err := a.lockTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	events, err := checkpoint.ReadAll(ctx, a.store, id)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", id, err)
+	}
+	head := int64(len(events))
+	if seq < 1 || seq > head {
+		return nil, fmt.Errorf("restore %s: seq %d is outside the log (1 to %d); list checkpoints to pick one", id, seq, head)
+	}
+	plan, err := planRestore(events, seq)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", id, err)
+	}
+	res := &RestoreResult{Session: id, ToSeq: seq, NotUndone: plan.notUndone}
+	paths := slices.Sorted(maps.Keys(plan.target))
+	for _, p := range paths {
+		action := "restore"
+		if !plan.target[p].Existed {
+			action = "remove"
+		}
+		res.Files = append(res.Files, FileChange{Path: p, Action: action})
+		cur := a.digest(p)
+		if cur != plan.last[p] && cur != plan.target[p].Digest {
+			res.Drift = append(res.Drift, p)
+		}
+	}
+	if o.DryRun || seq == head {
+		return res, nil
+	}
+	if len(res.Drift) > 0 && !o.Force {
+		return res, &DriftError{Session: id, Files: res.Drift}
+	}
+
+	// Keep the log as it was, and the files as they are now, in a fork named
+	// after this restore, so it can be undone; a re-run after a crash finds
+	// it and keeps it.
+	undo := id + "-r" + strconv.FormatInt(head, 10)
+	if _, err := a.store.Head(ctx, undo); errors.Is(err, checkpoint.ErrNotFound) {
+		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}}
+		for _, p := range paths {
+			restored.Files[p] = plan.target[p].Digest
+		}
+		extra := []session.Event{mustEvent(session.TypeRestored, restored)}
+		for _, p := range paths {
+			snap, err := a.snapshot("restore", p)
+			if err != nil {
+				return nil, fmt.Errorf("restore %s: snapshot %s before overwriting it: %w", id, p, err)
+			}
+			extra = append(extra, mustEvent(session.TypeFileSnapshot, snap))
+		}
+		if err := a.copyLog(ctx, undo, id, events, extra); err != nil && !checkpoint.IsConflict(err) {
+			return nil, fmt.Errorf("restore %s: keep the log for undo: %w", id, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", id, err)
+	}
+	res.UndoSession, res.UndoSeq = undo, head+1
+
+	for _, p := range paths {
+		if err := a.putBack(plan.target[p]); err != nil {
+			return res, fmt.Errorf("restore %s: %s: %w (re-run the restore to finish; it is safe to repeat)", id, p, err)
+		}
+	}
+	if _, err := a.store.Truncate(ctx, id, seq, head); err != nil {
+		return res, fmt.Errorf("restore %s: truncate the log: %w", id, err)
+	}
+	if a.SessionID() == id {
+		st, err := a.load(ctx, id)
+		if err != nil {
+			return res, err
+		}
+		a.mu.Lock()
+		a.head, a.state = st.Summary.Head, st
+		a.mu.Unlock()
+	}
+	return res, nil
+}
+
+// restorePlan is what a restore to a checkpoint must do.
+type restorePlan struct {
+	target    map[string]session.FileSnapshot // path → the file as it was at the checkpoint
+	last      map[string]string               // path → digest the session last left there
+	notUndone []string
+}
+
+func planRestore(events []session.Event, seq int64) (restorePlan, error) {
+	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}}
+	for _, e := range events {
+		switch e.Type {
+		case session.TypeFileSnapshot:
+			var s session.FileSnapshot
+			if err := e.Decode(&s); err != nil {
+				return p, err
+			}
+			if e.Seq > seq {
+				if _, seen := p.target[s.Path]; !seen {
+					p.target[s.Path] = s
+				}
+			}
+			p.last[s.Path] = s.Digest
+		case session.TypeToolFinished:
+			var f session.ToolFinished
+			if err := e.Decode(&f); err != nil {
+				return p, err
+			}
+			for path, d := range f.Files {
+				p.last[path] = d
+			}
+			if f.Untracked && e.Seq > seq {
+				p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID)
+			}
+		case session.TypeRestored:
+			var r session.Restored
+			if err := e.Decode(&r); err != nil {
+				return p, err
+			}
+			for path, d := range r.Files {
+				p.last[path] = d
+			}
+		}
+	}
+	return p, nil
+}
+
+// putBack writes a snapshot back to disk: the old content and mode through
+// a temporary file and a rename, or removes the file if it did not exist.
+func (a *Agent) putBack(s session.FileSnapshot) error {
+	loc, err := a.root.Locate(s.Path)
+	if err != nil {
+		return err
+	}
+	if !s.Existed {
+		err := loc.FS.Remove(loc.Name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if dir := filepath.Dir(loc.Name); dir != "." {
+		if err := loc.FS.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(loc.Name), "."+path.Base(filepath.ToSlash(loc.Name))+".lite-agent-restore")
+	f, err := loc.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fs.FileMode(s.Mode&0o7777))
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(s.Content)
+	if werr == nil {
+		werr = f.Chmod(fs.FileMode(s.Mode & 0o7777))
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		loc.FS.Remove(tmp)
+		return werr
+	}
+	return loc.FS.Rename(tmp, loc.Name)
+}
