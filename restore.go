@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,8 +270,8 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 	return p, nil
 }
 
-// putBack writes a snapshot back to disk: the old content and mode through
-// a temporary file and a rename, or removes the file if it did not exist.
+// putBack writes a snapshot back to disk, the old content and mode
+// atomically, or removes the file if it did not exist.
 func (a *Agent) putBack(s session.FileSnapshot) error {
 	loc, err := a.root.Locate(s.Path)
 	if err != nil {
@@ -287,29 +284,5 @@ func (a *Agent) putBack(s session.FileSnapshot) error {
 		}
 		return err
 	}
-	if dir := filepath.Dir(loc.Name); dir != "." {
-		if err := loc.FS.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	tmp := filepath.Join(filepath.Dir(loc.Name), "."+path.Base(filepath.ToSlash(loc.Name))+".lite-agent-restore")
-	f, err := loc.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fs.FileMode(s.Mode&0o7777))
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(s.Content)
-	if werr == nil {
-		werr = f.Chmod(fs.FileMode(s.Mode & 0o7777))
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr != nil {
-		loc.FS.Remove(tmp)
-		return werr
-	}
-	return loc.FS.Rename(tmp, loc.Name)
+	return loc.WriteFile(s.Content, fs.FileMode(s.Mode&0o7777))
 }
