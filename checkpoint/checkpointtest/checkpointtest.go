@@ -18,7 +18,7 @@
 // backends marked Persistent.
 //
 // Some checks need other OS processes. The suite re-executes the test binary
-// (os.Args[0]) with environment variables naming a role, a location and a
+// with environment variables naming a role, a location and a
 // session; Main sees them and plays that role with Backend.Open instead of
 // running the tests. That is why Main must be called from TestMain.
 //
