@@ -204,15 +204,32 @@ func trimBlankEnds(lines []string) []string {
 // best-matching stretch of the line, so want may be part of a line), if it is
 // at least half similar. The work is bounded for huge files.
 func closestLine(lines []string, want string) (int, bool) {
-	const maxLen, budget = 400, 20_000_000
+	const maxLen, budget = 400, 5_000_000
 	want = clip(want, maxLen)
 	if want == "" {
 		return 0, false
+	}
+	var wantBag [256]int
+	for i := range len(want) {
+		wantBag[want[i]]++
 	}
 	best, bestScore, spent := -1, 0.0, 0
 	for i, l := range lines {
 		l = clip(l, maxLen)
 		if 2*len(l) < len(want) {
+			continue
+		}
+		// Bytes of want that l lacks each cost an edit: a cheap lower
+		// bound that skips most lines before the quadratic distance.
+		var bag [256]int
+		for j := range len(l) {
+			bag[l[j]]++
+		}
+		lacking := 0
+		for c, n := range wantBag {
+			lacking += max(n-bag[c], 0)
+		}
+		if bound := 1 - float64(lacking)/float64(len(want)); bound < 0.5 || bound <= bestScore {
 			continue
 		}
 		if spent += len(l) * len(want); spent > budget {

@@ -1,0 +1,96 @@
+package builtin
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchTree makes a workdir of 10 packages × 40 files × 200 lines.
+func benchTree(b *testing.B) *workdir {
+	b.Helper()
+	w := newWorkdir(b)
+	line := "\tx := compute(a, b) // some ordinary line of code\n"
+	body := "package p\n" + strings.Repeat(line, 198) + "func Needle() {}\n"
+	files := map[string]string{}
+	for p := range 10 {
+		for f := range 40 {
+			files[fmt.Sprintf("pkg%02d/file%02d.go", p, f)] = body
+		}
+	}
+	writeFiles(b, w.dir, files)
+	return w
+}
+
+func BenchmarkGrep(b *testing.B) {
+	w := benchTree(b)
+	for b.Loop() {
+		if res := w.call(b, Grep{}, `{"pattern": "func Needle", "include": "*.go"}`); res.IsError || strings.Count(res.Output, "\n") != 399 {
+			b.Fatalf("unexpected result: %.200s", res.Output)
+		}
+	}
+}
+
+func BenchmarkGlob(b *testing.B) {
+	w := benchTree(b)
+	for b.Loop() {
+		if res := w.call(b, Glob{}, `{"pattern": "**/file1*.go"}`); res.IsError || strings.Count(res.Output, "\n") != 99 {
+			b.Fatalf("unexpected result: %.200s", res.Output)
+		}
+	}
+}
+
+func BenchmarkRead(b *testing.B) {
+	w := benchTree(b)
+	for b.Loop() {
+		if res := w.call(b, Read{}, `{"path": "pkg00/file00.go"}`); res.IsError {
+			b.Fatal(res.Output)
+		}
+	}
+}
+
+func BenchmarkEdit(b *testing.B) {
+	w := benchTree(b)
+	inputs := []string{
+		`{"path": "pkg00/file00.go", "old_string": "func Needle() {}", "new_string": "func Pin() {}"}`,
+		`{"path": "pkg00/file00.go", "old_string": "func Pin() {}", "new_string": "func Needle() {}"}`,
+	}
+	i := 0
+	for b.Loop() {
+		if res := w.call(b, Edit{}, inputs[i%2]); res.IsError {
+			b.Fatal(res.Output)
+		}
+		i++
+	}
+}
+
+// BenchmarkReplaceNotFound measures the hint search of a failed edit on a
+// 1 MiB file: lines unlike old_string (typical), and lines all alike (the
+// worst case, bounded by the work budget).
+func BenchmarkReplaceNotFound(b *testing.B) {
+	var varied strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&varied, "\tv%d := f%d(%d) // %x\n", i, i%7, i*31, i*7919)
+	}
+	for _, bc := range []struct{ name, content string }{
+		{"varied", varied.String()},
+		{"alike", strings.Repeat("\tx := compute(a, b) // some ordinary line of code\n", 20000)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := replace(bc.content, "\ty := compute(a, c) // a line that is not there\n", "z", false); err == nil {
+					b.Fatal("found")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkBashEcho(b *testing.B) {
+	w := newWorkdir(b)
+	for b.Loop() {
+		if res := w.call(b, Bash{}, `{"command": "echo hi"}`); res.Output != "hi\n[exit code 0]" {
+			b.Fatal(res.Output)
+		}
+	}
+}
