@@ -56,9 +56,11 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// entryReader decodes an entry front to back; the first error sticks.
+// entryReader decodes an entry front to back; the first error sticks. It
+// reads from a string so that the strings it returns share its memory: one
+// allocation per entry instead of one per field.
 type entryReader struct {
-	b   []byte
+	b   string
 	err error
 }
 
@@ -66,7 +68,7 @@ func (r *entryReader) varint() int64 {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.b)
+	v, n := varint(r.b)
 	if n <= 0 {
 		r.err = errEntry
 		return 0
@@ -79,7 +81,7 @@ func (r *entryReader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(r.b)
+	v, n := uvarint(r.b)
 	if n <= 0 {
 		r.err = errEntry
 		return 0
@@ -97,7 +99,7 @@ func (r *entryReader) string() string {
 		r.err = errEntry
 		return ""
 	}
-	s := string(r.b[:n])
+	s := r.b[:n]
 	r.b = r.b[n:]
 	return s
 }
@@ -118,8 +120,40 @@ func (r *entryReader) byte() byte {
 // micro is the time of a unix microsecond count, in UTC.
 func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
+// uvarint is binary.Uvarint for a string, except that it refuses varints
+// longer than needed, so that an entry has one encoding only.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			if c == 0 && i > 0 {
+				return 0, -(i + 1) // not the shortest form: entries are canonical
+			}
+			return x | uint64(c)<<shift, i + 1
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
+
+// varint is binary.Varint for a string.
+func varint(s string) (int64, int) {
+	ux, n := uvarint(s)
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x, n
+}
+
 // decodeEntry unpacks an entry made by encodeEntry.
-func decodeEntry(b []byte) (session.Summary, error) {
+func decodeEntry(b string) (session.Summary, error) {
 	r := entryReader{b: b}
 	if r.byte() != entryVersion {
 		return session.Summary{}, errEntry

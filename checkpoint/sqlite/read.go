@@ -30,10 +30,10 @@ const (
 	stmtPage   = `SELECT seq, type, time, data FROM events WHERE session = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	stmtExists = `SELECT 1 FROM sessions WHERE id = ?`
 	// List reads the sessions_list index only.
-	stmtListKind   = `SELECT entry FROM sessions WHERE namespace = ? AND kind = ? ORDER BY updated DESC, id LIMIT ?`
-	stmtListAll    = `SELECT entry FROM sessions WHERE namespace = ? ORDER BY updated DESC, id LIMIT ?`
-	stmtListNSKind = `SELECT entry FROM sessions INDEXED BY sessions_list WHERE kind = ? ORDER BY updated DESC, id LIMIT ?`
-	stmtListNSAll  = `SELECT entry FROM sessions INDEXED BY sessions_list ORDER BY updated DESC, id LIMIT ?`
+	stmtListKind   = `SELECT CAST(entry AS TEXT) FROM sessions WHERE namespace = ? AND kind = ? ORDER BY updated DESC, id LIMIT ?`
+	stmtListAll    = `SELECT CAST(entry AS TEXT) FROM sessions WHERE namespace = ? ORDER BY updated DESC, id LIMIT ?`
+	stmtListNSKind = `SELECT CAST(entry AS TEXT) FROM sessions INDEXED BY sessions_list WHERE kind = ? ORDER BY updated DESC, id LIMIT ?`
+	stmtListNSAll  = `SELECT CAST(entry AS TEXT) FROM sessions INDEXED BY sessions_list ORDER BY updated DESC, id LIMIT ?`
 )
 
 // Read implements checkpoint.Checkpointer. Events are read in pages of up
@@ -219,32 +219,52 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
 	}
 	defer s.pool.put(c, false)
-	var out []session.Summary
+	// Summaries are collected in chunks and copied once into a slice of the
+	// right size: cheaper than growing one slice of thousands.
+	var chunks [][]session.Summary
+	n := 0
 	err = s.retry(ctx, func() error {
-		out = out[:0]
+		chunks, n = chunks[:0], 0
 		rows, err := c.query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		dest := make([]driver.Value, 1)
+		var chunk []session.Summary
 		for {
 			if err := rows.Next(dest); err != nil {
+				if len(chunk) > 0 {
+					chunks = append(chunks, chunk)
+				}
 				if errors.Is(err, io.EOF) {
 					return nil
 				}
 				return err
 			}
-			b, _ := dest[0].([]byte)
-			sum, err := decodeEntry(b)
+			sum, err := decodeEntry(asString(dest[0]))
 			if err != nil {
 				return fmt.Errorf("a session summary in %s is damaged (%w); restore the database from a backup", s.path, err)
 			}
-			out = append(out, sum)
+			if len(chunk) == cap(chunk) {
+				if len(chunk) > 0 {
+					chunks = append(chunks, chunk)
+				}
+				chunk = make([]session.Summary, 0, min(max(2*cap(chunk), 16), 1024))
+			}
+			chunk = append(chunk, sum)
+			n++
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]session.Summary, 0, n)
+	for _, ch := range chunks {
+		out = append(out, ch...)
 	}
 	return out, nil
 }

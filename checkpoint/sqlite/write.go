@@ -57,7 +57,7 @@ type outcome struct {
 
 // Statements of the write path.
 const (
-	stmtSummary = `SELECT entry FROM sessions WHERE id = ?`
+	stmtSummary = `SELECT CAST(entry AS TEXT) FROM sessions WHERE id = ?`
 	stmtInsert  = `INSERT INTO events (session, seq, type, time, data) VALUES (?, ?, ?, ?, ?)`
 	stmtSave    = `INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, title, summary, entry)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -311,12 +311,24 @@ func (s *Store) summary(ctx context.Context, c *conn, id string) (sum session.Su
 	if err != nil || !found {
 		return session.Summary{}, false, err
 	}
-	b, _ := dest[0].([]byte)
-	sum, err = decodeEntry(b)
+	sum, err = decodeEntry(asString(dest[0]))
 	if err != nil {
 		return session.Summary{}, false, fmt.Errorf("the summary of session %s in %s is damaged (%w); delete the session or restore the database from a backup", id, s.path, err)
 	}
 	return sum, true, nil
+}
+
+// asString returns a text or blob column's value as a string. Entries are
+// selected as text: the driver then hands over one string whose memory the
+// decoded fields share.
+func asString(v driver.Value) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
 }
 
 // save writes the summary row of session id.

@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// genSummary draws summaries with every field set or not.
+func genSummary(t *rapid.T) session.Summary {
+	str := rapid.StringMatching(`[a-z0-9 /é\x00-\x03]{0,40}`)
+	s := session.Summary{
+		ID:        str.Draw(t, "id"),
+		Kind:      rapid.SampledFrom([]string{"", "tasklist"}).Draw(t, "kind"),
+		Namespace: str.Draw(t, "namespace"),
+		Workdir:   str.Draw(t, "workdir"),
+		Model:     str.Draw(t, "model"),
+		Title:     str.Draw(t, "title"),
+		Head:      rapid.Int64Range(0, 1<<40).Draw(t, "head"),
+		Messages:  rapid.IntRange(0, 1<<30).Draw(t, "messages"),
+		Status:    session.Status(rapid.SampledFrom([]string{"", "new", "running", "completed", "interrupted"}).Draw(t, "status")),
+		Created:   micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "created")),
+		Updated:   micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "updated")),
+	}
+	if rapid.Bool().Draw(t, "parent") {
+		s.Parent = &session.ForkRef{Session: str.Draw(t, "parent session"), Seq: rapid.Int64().Draw(t, "parent seq")}
+	}
+	s.Open = rapid.SliceOfN(str, 0, 5).Draw(t, "open")
+	if len(s.Open) == 0 {
+		s.Open = nil
+	}
+	return s
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		want := genSummary(t)
+		b := encodeEntry(&want)
+		got, err := decodeEntry(string(b))
+		if err != nil {
+			t.Fatalf("decode %x: %v", b, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("round trip (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestEntryZeroTimes(t *testing.T) {
+	got, err := decodeEntry(string(encodeEntry(&session.Summary{ID: "s"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Created.IsZero() || !got.Updated.IsZero() {
+		t.Fatalf("zero times came back as %v and %v", got.Created, got.Updated)
+	}
+}
+
+func TestEntryRejectsDamage(t *testing.T) {
+	full := encodeEntry(&session.Summary{
+		ID: "s1", Namespace: "ns", Title: "hello", Head: 300, Status: session.StatusRunning,
+		Created: time.Unix(1e9, 0), Updated: time.Unix(1e9, 5000),
+		Parent: &session.ForkRef{Session: "s0", Seq: 4}, Open: []string{"c1", "c2"},
+	})
+	cases := map[string][]byte{
+		"empty":            nil,
+		"unknown version":  append([]byte{entryVersion + 1}, full[1:]...),
+		"trailing bytes":   append(append([]byte(nil), full...), 0),
+		"bad parent flag":  badParentFlag(t, full),
+		"huge string":      append([]byte{entryVersion}, binary.AppendUvarint(nil, 1<<40)...),
+		"varint overflow":  append([]byte{entryVersion}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+		"open count > len": append(full[:len(full)-7:len(full)-7], 100),
+	}
+	for cut := 1; cut < len(full); cut++ {
+		cases[fmt.Sprintf("cut at %d", cut)] = full[:cut]
+	}
+	for name, b := range cases {
+		if _, err := decodeEntry(string(b)); !errors.Is(err, errEntry) {
+			t.Errorf("%s: decode %x: error %v, want errEntry", name, b, err)
+		}
+	}
+}
+
+// badParentFlag returns full with its parent flag byte set to 7.
+func badParentFlag(t *testing.T, full []byte) []byte {
+	t.Helper()
+	noParent := encodeEntry(&session.Summary{
+		ID: "s1", Namespace: "ns", Title: "hello", Head: 300, Status: session.StatusRunning,
+		Created: time.Unix(1e9, 0), Updated: time.Unix(1e9, 5000),
+	})
+	// Both entries agree up to the parent flag, the last byte of noParent but
+	// its open count.
+	i := len(noParent) - 2
+	if noParent[i] != 0 || full[i] != 1 {
+		t.Fatalf("parent flag not at byte %d of %x", i, full)
+	}
+	b := append([]byte(nil), full...)
+	b[i] = 7
+	return b
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(encodeEntry(&session.Summary{ID: "s", Namespace: "n", Open: []string{"a"}, Parent: &session.ForkRef{Session: "p", Seq: 2}}))
+	f.Add([]byte{entryVersion})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := decodeEntry(string(b))
+		if err != nil {
+			return
+		}
+		// Whatever decodes must encode back to the same bytes.
+		if again := encodeEntry(&s); string(again) != string(b) {
+			t.Fatalf("decoded %x to %+v, which encodes as %x", b, s, again)
+		}
+	})
+}
