@@ -20,7 +20,7 @@ import (
 // settings, in the order they are offered to the model. Tools that need
 // session state (the todo list) are not here: the agent adds them.
 func All() []tool.Tool {
-	return []tool.Tool{Read{}, Write{}, Edit{}, Glob{}, Grep{}, LS{}, Bash{}}
+	return []tool.Tool{Read{}, Write{}, Edit{}, Delete{}, Glob{}, Grep{}, LS{}, Bash{}}
 }
 
 // decode parses a tool's JSON input into v. Empty input and null count as
