@@ -112,13 +112,13 @@ func check(t testing.TB, name string, got tool.Result, wantErr bool, want []stri
 
 // inputTypes maps each tool to its input struct, to check the schemas.
 var inputTypes = map[string]any{
-	"read": readInput{}, "write": writeInput{}, "edit": editInput{},
+	"read": readInput{}, "write": writeInput{}, "edit": editInput{}, "delete": deleteInput{},
 	"glob": globInput{}, "grep": grepInput{}, "ls": lsInput{}, "bash": bashInput{},
 }
 
 func TestSpecs(t *testing.T) {
 	wantKinds := map[string]tool.Kind{
-		"read": tool.KindRead, "write": tool.KindEdit, "edit": tool.KindEdit,
+		"read": tool.KindRead, "write": tool.KindEdit, "edit": tool.KindEdit, "delete": tool.KindEdit,
 		"glob": tool.KindRead, "grep": tool.KindRead, "ls": tool.KindRead, "bash": tool.KindExec,
 	}
 	seen := map[string]bool{}
