@@ -1,0 +1,194 @@
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// view is what the expectations look at, read from a request of either
+// format.
+type view struct {
+	format       string
+	model        string
+	stream       bool
+	includeUsage bool // OpenAI: stream_options.include_usage
+	system       string
+	lastUser     string            // the text of the last user message that has text
+	toolResults  map[string]string // tool call id → result text
+	tools        []string
+}
+
+// textOf reads message content that is either a string or a list of
+// content blocks / parts, keeping the text of "text" blocks.
+func textOf(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
+
+// parseAnthropic reads a Messages API request body.
+func parseAnthropic(body []byte) (view, error) {
+	var req struct {
+		Model    string          `json:"model"`
+		Stream   bool            `json:"stream"`
+		System   json.RawMessage `json:"system"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return view{}, fmt.Errorf("request body is not a Messages API request: %v", err)
+	}
+	v := view{format: FormatAnthropic, model: req.Model, stream: req.Stream, system: textOf(req.System), toolResults: map[string]string{}}
+	for _, t := range req.Tools {
+		v.tools = append(v.tools, t.Name)
+	}
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		if text := textOf(m.Content); text != "" {
+			v.lastUser = text
+		}
+		var blocks []struct {
+			Type      string          `json:"type"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(m.Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type == "tool_result" {
+					v.toolResults[b.ToolUseID] = textOf(b.Content)
+				}
+			}
+		}
+	}
+	return v, nil
+}
+
+// parseOpenAI reads a Chat Completions request body.
+func parseOpenAI(body []byte) (view, error) {
+	var req struct {
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		Messages []struct {
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			ToolCallID string          `json:"tool_call_id"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return view{}, fmt.Errorf("request body is not a Chat Completions request: %v", err)
+	}
+	v := view{format: FormatOpenAI, model: req.Model, stream: req.Stream, toolResults: map[string]string{}}
+	v.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	for _, t := range req.Tools {
+		v.tools = append(v.tools, t.Function.Name)
+	}
+	var system []string
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system", "developer":
+			system = append(system, textOf(m.Content))
+		case "user":
+			if text := textOf(m.Content); text != "" {
+				v.lastUser = text
+			}
+		case "tool":
+			v.toolResults[m.ToolCallID] = textOf(m.Content)
+		}
+	}
+	v.system = strings.Join(system, "\n")
+	return v, nil
+}
+
+// check returns a description of every expectation the request fails.
+func (e *Expect) check(v view, body []byte) []string {
+	if e == nil {
+		return nil
+	}
+	var fails []string
+	if e.Format != "" && e.Format != v.format {
+		fails = append(fails, fmt.Sprintf("want the %s format, the request used the %s format", e.Format, v.format))
+	}
+	if e.Model != "" && e.Model != v.model {
+		fails = append(fails, fmt.Sprintf("want model %q, the request asked for %q", e.Model, v.model))
+	}
+	for _, s := range e.LastUserContains {
+		if !strings.Contains(v.lastUser, s) {
+			fails = append(fails, fmt.Sprintf("the last user message does not contain %q (it is %q)", s, clip(v.lastUser)))
+		}
+	}
+	for _, s := range e.SystemContains {
+		if !strings.Contains(v.system, s) {
+			fails = append(fails, fmt.Sprintf("the system prompt does not contain %q (it is %q)", s, clip(v.system)))
+		}
+	}
+	for _, s := range e.BodyContains {
+		if !strings.Contains(string(body), s) {
+			fails = append(fails, fmt.Sprintf("the request body does not contain %q", s))
+		}
+	}
+	for _, id := range e.ToolResultFor {
+		if _, ok := v.toolResults[id]; !ok {
+			fails = append(fails, fmt.Sprintf("the request carries no tool result for call %q", id))
+		}
+	}
+	for _, name := range e.Tools {
+		if !slices.Contains(v.tools, name) {
+			fails = append(fails, fmt.Sprintf("the request does not offer tool %q (it offers %q)", name, v.tools))
+		}
+	}
+	return fails
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	cut := 0
+	for i := range s {
+		if i > max {
+			break
+		}
+		cut = i
+	}
+	return s[:cut] + "…"
+}
