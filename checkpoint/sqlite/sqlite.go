@@ -46,7 +46,9 @@ type Options struct {
 	// created, migrated or modified (the database file, and its -wal and
 	// -shm files if any, stay byte for byte as they were), and every write
 	// returns checkpoint.ErrReadOnly. It is meant for short-lived commands
-	// that list or inspect sessions.
+	// that list or inspect sessions, in a process of their own: within one
+	// process SQLite shares a writable Store's mapping of the -shm file with
+	// every connection, so a read-only one there may update its read mark.
 	ReadOnly bool
 	// MaxEventBytes caps the data of one event; a larger event makes Append
 	// fail with checkpoint.ErrTooLarge. 0 means DefaultMaxEventBytes; at most
@@ -359,6 +361,15 @@ func (s *Store) setUpConn(ctx context.Context, c *conn, writable bool) error {
 			return err
 		}
 		return nil
+	}
+	// Refuse a file that is not ours before anything writes to it: even
+	// switching to WAL rewrites the header.
+	app, ver, tables, err := version(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := s.checkVersion(app, ver, tables); err != nil {
+		return err
 	}
 	if !s.memory {
 		var mode string
