@@ -1,0 +1,131 @@
+package anthropic
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/lite-agent/lite-agent/provider"
+)
+
+// statusOfType is the HTTP status an error type stands for, for errors
+// that arrive as events inside a stream (whose status is 200).
+func statusOfType(t string) int {
+	switch t {
+	case "overloaded_error":
+		return 529
+	case "api_error":
+		return http.StatusInternalServerError
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	default:
+		return http.StatusBadRequest
+	}
+}
+
+// explain turns a failed request into an error that says what happened
+// and what to do, wrapping provider's sentinels, and marking transient
+// failures for the retry policy. The API key never appears in it.
+func (p *Provider) explain(err error, model string) error {
+	var aerr *sdk.Error
+	if !errors.As(err, &aerr) {
+		e := &redacted{err: err, secret: p.apiKey}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return &provider.TransientError{Err: fmt.Errorf("anthropic: the connection was cut before the response was complete: %w", e)}
+		}
+		return fmt.Errorf("anthropic: %w", e)
+	}
+	typ := string(aerr.Type())
+	status := aerr.StatusCode
+	if status < 400 {
+		status = statusOfType(typ) // an error event in a 200 stream
+	}
+	var header http.Header
+	if aerr.Response != nil && aerr.StatusCode >= 400 {
+		header = aerr.Response.Header
+	}
+	msg := redact(aerr.Message, p.apiKey)
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	detail := fmt.Sprintf("%d", status)
+	if typ != "" {
+		detail += " " + typ
+	}
+	detail += ": " + msg
+	if aerr.RequestID != "" {
+		detail += ", request " + aerr.RequestID
+	}
+
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Errorf("anthropic: %w (%s): set ANTHROPIC_API_KEY to a valid key, or try the offline demo (lite-agent --demo), which needs no key", provider.ErrAuth, detail)
+	case status == http.StatusNotFound:
+		return fmt.Errorf("anthropic: model %q: %w (%s): check the model name, such as claude-sonnet-4-5 (and ANTHROPIC_BASE_URL, if set)", model, provider.ErrModelNotFound, detail)
+	case contextTooLong(status, msg):
+		return fmt.Errorf("anthropic: %w (%s): start a new session, or fork this one from an earlier checkpoint", provider.ErrContextTooLong, detail)
+	case provider.ShouldRetry(status, header):
+		what := "the server failed"
+		switch status {
+		case 529:
+			what = "the server is overloaded"
+		case http.StatusTooManyRequests:
+			what = "rate limited"
+		}
+		return &provider.TransientError{
+			Err:        fmt.Errorf("anthropic: %s (%s); try again later", what, detail),
+			RetryAfter: provider.RetryAfter(header, time.Now()),
+		}
+	default:
+		return fmt.Errorf("anthropic: request refused (%s)", detail)
+	}
+}
+
+// contextTooLong reports whether an error says the prompt does not fit the
+// model's context window.
+func contextTooLong(status int, msg string) bool {
+	if status == http.StatusRequestEntityTooLarge {
+		return true
+	}
+	if status != http.StatusBadRequest {
+		return false
+	}
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "prompt is too long") ||
+		strings.Contains(m, "context window") ||
+		strings.Contains(m, "context length") ||
+		(strings.Contains(m, "too long") && strings.Contains(m, "token"))
+}
+
+// redact removes secret from s.
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[redacted]")
+}
+
+// redacted is an error whose message never shows secret.
+type redacted struct {
+	err    error
+	secret string
+}
+
+func (e *redacted) Error() string { return redact(e.err.Error(), e.secret) }
+func (e *redacted) Unwrap() error { return e.err }
