@@ -1,0 +1,160 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"os"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// Read streams the session's events with seq >= fromSeq. It takes a shared
+// lock only long enough to note the log's size, then reads that snapshot
+// without holding the lock: frames are never changed in place (Truncate
+// replaces the file), so writers are not held up. Event data is never
+// re-parsed: it is handed out as stored. See checkpoint.Checkpointer.
+func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
+	return func(yield func(session.Event, error) bool) {
+		f, path, size, err := s.openSnapshot(ctx, id)
+		if err != nil {
+			yield(session.Event{}, err)
+			return
+		}
+		defer f.Close()
+		if err := s.readFrames(ctx, f, path, id, size, fromSeq, yield); err != nil {
+			yield(session.Event{}, err)
+		}
+	}
+}
+
+// openSnapshot opens the session's log and returns the size of its
+// committed part, noted under a shared lock.
+func (s *Store) openSnapshot(ctx context.Context, id string) (*os.File, string, int64, error) {
+	if err := s.enter(); err != nil {
+		return nil, "", 0, err
+	}
+	defer s.leave()
+	if err := checkID("read", id); err != nil {
+		return nil, "", 0, err
+	}
+	for range 100 {
+		folder, _, ok, err := s.lookup(id)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		if !ok {
+			return nil, "", 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+		}
+		path := s.logPath(folder, id)
+		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+		}
+		if err != nil {
+			return nil, "", 0, fmt.Errorf("read %s: %w", id, err)
+		}
+		if err := lock(ctx, f, false); err != nil {
+			f.Close()
+			return nil, "", 0, fmt.Errorf("read %s: %w", id, err)
+		}
+		same, size, err := sameFile(f, path)
+		unlock(f)
+		if err != nil {
+			f.Close()
+			return nil, "", 0, fmt.Errorf("read %s: %w", id, err)
+		}
+		if !same {
+			f.Close() // replaced or removed while we waited: look again
+			continue
+		}
+		return f, path, size, nil
+	}
+	return nil, "", 0, fmt.Errorf("read %s: the log kept changing while this reader waited; try again", id)
+}
+
+// readFrames yields the events of the snapshot [0, size) of a log.
+func (s *Store) readFrames(ctx context.Context, f *os.File, path, id string, size, fromSeq int64, yield func(session.Event, error) bool) error {
+	if size == 0 {
+		return fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+	}
+	torn, err := checkLogHeader(f, path, size)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", id, err)
+	}
+	if torn {
+		return fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+	}
+	fr := newFrameReader(f, path, logHeaderLen, size)
+	var head int64
+	var events []session.Event
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Registered as a call in progress while decoding, so that Close
+		// never pulls the decoder from under a reader.
+		if err := s.enter(); err != nil {
+			return err
+		}
+		var more bool
+		events, more, err = s.readFrame(fr, id, &head, fromSeq, events[:0])
+		s.leave()
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if !yield(e, nil) {
+				return nil
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if head == 0 {
+		return fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+	}
+	return nil
+}
+
+// readFrame decodes the next frame's events with seq >= fromSeq into events.
+// more is false at the end of the snapshot or at a torn tail.
+func (s *Store) readFrame(fr *frameReader, id string, head *int64, fromSeq int64, events []session.Event) (_ []session.Event, more bool, _ error) {
+	off := fr.off
+	h, _, payload, ok, bad, err := fr.next()
+	if err != nil {
+		return events, false, fmt.Errorf("read %s: %w", id, err)
+	}
+	if bad != nil {
+		next, err := validFrameAfter(fr.r, bad.off, fr.end)
+		if err != nil {
+			return events, false, fmt.Errorf("read %s: %w", id, err)
+		}
+		if next >= 0 {
+			return events, false, fmt.Errorf("read %s: %w", id, corruptError(fr.path, bad.off, *head, bad.reason, next))
+		}
+		return events, false, nil // a torn tail: never acknowledged, never read
+	}
+	if !ok {
+		return events, false, nil
+	}
+	if h.firstSeq != *head+1 {
+		return events, false, fmt.Errorf("read %s: %w", id, corruptError(fr.path, off, *head, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, *head+1), -1))
+	}
+	*head = h.lastSeq()
+	if *head < fromSeq {
+		return events, true, nil
+	}
+	raw, err := s.rawPayload(h, payload)
+	if err == nil {
+		events, err = decodeEvents(raw, h.firstSeq, h.count, fromSeq, events)
+	}
+	if err != nil {
+		return events, false, fmt.Errorf("read %s: %w", id, corruptError(fr.path, off, h.firstSeq-1, err.Error(), -1))
+	}
+	return events, true, nil
+}
