@@ -86,7 +86,9 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 		return 0, fmt.Errorf("append %s: %w", id, err)
 	}
 	r := &appendReq{ctx: ctx, id: id, expected: expectedHead, events: prepared}
+	s.appending.Add(1)
 	s.group.Submit(r)
+	s.appending.Add(-1)
 	if r.err != nil {
 		return 0, s.fail("append "+id, r.err)
 	}
@@ -117,8 +119,24 @@ func storableText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
+// gatherWait is the group's Gather policy, the client-side twin of the
+// server's commit_delay/commit_siblings: a leader waits for the other
+// Appends in progress to queue up, for at most a quarter of a recent
+// commit's time. A lone Append never waits.
+func (s *Store) gatherWait(queued int) time.Duration {
+	if int64(queued) >= s.appending.Load() {
+		return 0
+	}
+	return min(max(time.Duration(s.commitTime.Load())/4, 50*time.Microsecond), time.Millisecond)
+}
+
 // commit is the group commit: it settles every request of the batch.
 func (s *Store) commit(batch []*appendReq) {
+	start := time.Now()
+	defer func() {
+		d := int64(time.Since(start))
+		s.commitTime.Store((s.commitTime.Load()*7 + d) / 8)
+	}()
 	ctx, cancel := batchContext(batch)
 	defer cancel()
 	var pending []*appendReq
@@ -131,8 +149,12 @@ func (s *Store) commit(batch []*appendReq) {
 	}
 	deadline := time.Now().Add(retryWindow)
 	backoff := 25 * time.Millisecond
+	solo := false
 	for round := 0; len(pending) > 0; round++ {
-		err := s.round(ctx, pending)
+		err := s.round(ctx, pending, solo)
+		if errors.Is(err, errSolo) {
+			solo, err = true, nil
+		}
 		pending = slices.DeleteFunc(pending, func(r *appendReq) bool { return r.done })
 		if len(pending) == 0 {
 			return
@@ -326,7 +348,7 @@ type plan struct {
 // and sends one pipeline of conditional statements for the rest. Requests it
 // settles are marked done; the others are left for the next round. The error
 // is that of the read or of the pipeline.
-func (s *Store) round(ctx context.Context, pending []*appendReq) error {
+func (s *Store) round(ctx context.Context, pending []*appendReq, solo bool) error {
 	states := make(map[string]known, len(pending))
 	var need []*appendReq
 	s.cacheMu.Lock()
@@ -390,7 +412,7 @@ func (s *Store) round(ctx context.Context, pending []*appendReq) error {
 	if len(plans) == 0 {
 		return nil
 	}
-	return s.send(ctx, plans)
+	return s.send(ctx, plans, solo)
 }
 
 // storableSummary rejects summaries whose indexed fields PostgreSQL's text
@@ -406,70 +428,155 @@ func storableSummary(sum session.Summary) error {
 
 func newTag() int64 { return rand.Int64() }
 
-// The append statements. Each is a compare-and-set on the session's row
-// (insert if absent; update if head and etag are as expected) with the
-// events inserted only if it took. One statement is atomic, so appends that
-// do not take write nothing and raise no error: a conflict in one statement
-// of a pipeline does not abort the others.
+// The append statements. Each appends to one or more sessions at once: per
+// session, a compare-and-set on its row (insert if absent; update if head
+// and etag are as expected) with the events inserted only where it took. A
+// statement is atomic, and an append that does not take writes nothing and
+// raises no error, so a conflict in one append does not abort the others.
+// oneSQL serves a single append; manySQL serves several appends to distinct
+// sessions, whose fields come as parallel arrays.
 const (
-	createSQL = `WITH s AS (
+	oneSQL = `WITH c AS (
 	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, summary, generation, etag)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	SELECT $1, $3, $4, $5, $6, $7, $8, $9, $10::json, $11, $12 WHERE $13
 	ON CONFLICT (id) DO NOTHING
-	RETURNING 1
+	RETURNING id
+), u AS (
+	UPDATE sessions SET namespace = $3, kind = $4, head = $5, messages = $6, status = $7,
+		created = $8, updated = $9, summary = $10::json, etag = $12
+	WHERE NOT $13 AND id = $1 AND head = $2 AND etag = $14
+	RETURNING id
+), a AS (
+	SELECT id FROM c UNION ALL SELECT id FROM u
 ), e AS (
 	INSERT INTO events (session, seq, type, time, data)
-	SELECT $1, u.n, u.type, u.time, u.data
-	FROM unnest($12::text[], $13::timestamptz[], $14::bytea[]) WITH ORDINALITY AS u(type, time, data, n)
-	WHERE EXISTS (SELECT FROM s)
+	SELECT $1, $2::bigint + u.n, u.type, u.time, u.data
+	FROM unnest($15::text[], $16::timestamptz[], $17::bytea[]) WITH ORDINALITY AS u(type, time, data, n)
+	WHERE EXISTS (SELECT FROM a)
 )
-SELECT count(*) FROM s`
+SELECT id FROM a`
 
-	updateSQL = `WITH s AS (
-	UPDATE sessions SET namespace = $2, kind = $3, head = $4, messages = $5, status = $6,
-		created = $7, updated = $8, summary = $9, etag = $10
-	WHERE id = $1 AND head = $11 AND etag = $12
-	RETURNING 1
+	manySQL = `WITH r AS (
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::integer[], $7::text[],
+		$8::timestamptz[], $9::timestamptz[], $10::text[], $11::bigint[], $12::bigint[], $13::boolean[], $14::bigint[])
+	AS r(id, expected, namespace, kind, head, messages, status, created, updated, summary, generation, etag, fresh, old_etag)
+), c AS (
+	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, summary, generation, etag)
+	SELECT id, namespace, kind, head, messages, status, created, updated, summary::json, generation, etag FROM r WHERE fresh
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id
+), u AS (
+	UPDATE sessions s SET namespace = r.namespace, kind = r.kind, head = r.head, messages = r.messages,
+		status = r.status, created = r.created, updated = r.updated, summary = r.summary::json, etag = r.etag
+	FROM r
+	WHERE NOT r.fresh AND s.id = r.id AND s.head = r.expected AND s.etag = r.old_etag
+	RETURNING s.id
+), a AS (
+	SELECT id FROM c UNION ALL SELECT id FROM u
 ), e AS (
 	INSERT INTO events (session, seq, type, time, data)
-	SELECT $1, $11::bigint + u.n, u.type, u.time, u.data
-	FROM unnest($13::text[], $14::timestamptz[], $15::bytea[]) WITH ORDINALITY AS u(type, time, data, n)
-	WHERE EXISTS (SELECT FROM s)
+	SELECT v.session, v.seq, v.type, v.time, v.data
+	FROM unnest($15::text[], $16::bigint[], $17::text[], $18::timestamptz[], $19::bytea[]) AS v(session, seq, type, time, data)
+	WHERE v.session IN (SELECT id FROM a)
 )
-SELECT count(*) FROM s`
+SELECT id FROM a`
 )
 
-// queue adds p's statement to b.
-func queue(b *pgx.Batch, p plan) error {
-	sum, err := json.Marshal(p.next.sum)
-	if err != nil {
-		return err
+// statement is one append statement of a pipeline and the plans it serves.
+type statement struct {
+	plans []plan
+}
+
+// queue adds the statement to b.
+func (st statement) queue(b *pgx.Batch) error {
+	if len(st.plans) == 1 {
+		p := st.plans[0]
+		x := p.next.sum
+		sum, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		n := len(p.r.events)
+		types, times, datas := make([]string, n), make([]time.Time, n), make([][]byte, n)
+		for i, e := range p.r.events {
+			types[i], times[i], datas[i] = string(e.Type), e.Time, e.Data
+		}
+		b.Queue(oneSQL, p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
+			string(sum), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas)
+		return nil
 	}
-	n := len(p.r.events)
-	types, times, datas := make([]string, n), make([]time.Time, n), make([][]byte, n)
-	for i, e := range p.r.events {
-		types[i], times[i], datas[i] = string(e.Type), e.Time, e.Data
+	n := len(st.plans)
+	var (
+		ids, namespaces, kinds, statuses, sums = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		expected, heads, gens, etags, oldEtags = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		messages                               = make([]int32, n)
+		created, updated                       = make([]time.Time, n), make([]time.Time, n)
+		fresh                                  = make([]bool, n)
+		evSessions, evTypes                    []string
+		evSeqs                                 []int64
+		evTimes                                []time.Time
+		evDatas                                [][]byte
+	)
+	for i, p := range st.plans {
+		x := p.next.sum
+		sum, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		ids[i], expected[i], namespaces[i], kinds[i], heads[i] = p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head
+		messages[i], statuses[i], created[i], updated[i], sums[i] = int32(x.Messages), string(x.Status), x.Created, x.Updated, string(sum)
+		gens[i], etags[i], fresh[i], oldEtags[i] = p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag
+		for _, e := range p.r.events {
+			evSessions, evSeqs, evTypes = append(evSessions, p.r.id), append(evSeqs, e.Seq), append(evTypes, string(e.Type))
+			evTimes, evDatas = append(evTimes, e.Time), append(evDatas, e.Data)
+		}
 	}
-	x := p.next.sum
-	if !p.prev.exists {
-		b.Queue(createSQL, p.r.id, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
-			string(sum), p.next.gen, p.next.etag, types, times, datas)
-	} else {
-		b.Queue(updateSQL, p.r.id, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
-			string(sum), p.next.etag, p.r.expected, p.prev.etag, types, times, datas)
-	}
+	b.Queue(manySQL, ids, expected, namespaces, kinds, heads, messages, statuses, created, updated, sums, gens, etags, fresh, oldEtags,
+		evSessions, evSeqs, evTypes, evTimes, evDatas)
 	return nil
 }
 
+// statements groups plans into statements: one per plan if solo, else as
+// few as can be, each serving distinct sessions, in the plans' order (an
+// append chained on another one of the same session goes in a later
+// statement, which sees the earlier one's effect).
+func statements(plans []plan, solo bool) []statement {
+	var out []statement
+	if solo {
+		for _, p := range plans {
+			out = append(out, statement{plans: []plan{p}})
+		}
+		return out
+	}
+	layer := make(map[string]int, len(plans))
+	for _, p := range plans {
+		l := layer[p.r.id]
+		layer[p.r.id] = l + 1
+		if l == len(out) {
+			out = append(out, statement{})
+		}
+		out[l].plans = append(out[l].plans, p)
+	}
+	return out
+}
+
+// errSolo asks for a round to be repeated with one statement per append: a
+// statement serving several appends was refused, and only a statement of
+// its own tells which append is at fault.
+var errSolo = errors.New("retry appends one by one")
+
 // send runs the plans as one pipeline and settles them: applied, or not
-// (left pending, their session to be read again), or failed with the
+// (left pending, their session to be read again), or failed with their
 // statement's error. If the connection breaks, the plans stay pending with
 // their etags set so the next round can tell whether they were applied.
-func (s *Store) send(ctx context.Context, plans []plan) error {
+func (s *Store) send(ctx context.Context, plans []plan, solo bool) error {
+	stmts := statements(plans, solo)
 	b := &pgx.Batch{}
-	for _, p := range plans {
-		if err := queue(b, p); err != nil {
-			p.r.done, p.r.err = true, err
+	for _, st := range stmts {
+		if err := st.queue(b); err != nil {
+			for _, p := range st.plans {
+				p.r.done, p.r.err = true, err
+			}
 			return nil
 		}
 	}
@@ -482,30 +589,42 @@ func (s *Store) send(ctx context.Context, plans []plan) error {
 		p.r.tag, p.r.newHead = p.next.etag, p.next.sum.Head
 	}
 	br := conn.SendBatch(ctx, b)
-	applied := make([]bool, len(plans))
+	applied := make(map[*appendReq]bool, len(plans))
 	var stmtErr error
 	failed := -1
-	for i := range plans {
-		var n int
-		if err := br.QueryRow().Scan(&n); err != nil {
+	for i := range stmts {
+		rows, err := br.Query()
+		if err == nil {
+			var id string
+			_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+				for _, p := range stmts[i].plans {
+					if p.r.id == id {
+						applied[p.r] = true
+					}
+				}
+				return nil
+			})
+		}
+		if err != nil {
 			stmtErr, failed = err, i
 			break
 		}
-		applied[i] = n == 1
 	}
 	closeErr := br.Close()
 	var refused *pgconn.PgError
 	switch {
 	case stmtErr != nil && errors.As(stmtErr, &refused) && !isTransient(stmtErr) && ctx.Err() == nil:
-		// The statement itself was refused and the implicit transaction
-		// rolled back: it fails, the others go again next round.
-		for i, p := range plans {
+		// The statement was refused and the implicit transaction rolled
+		// back: nothing was applied.
+		s.forgetAll(plans)
+		for _, p := range plans {
 			p.r.tag = 0
-			if i == failed {
-				p.r.done, p.r.err = true, stmtErr
-			}
-			s.forget(p.r.id)
 		}
+		if len(stmts[failed].plans) > 1 {
+			return errSolo
+		}
+		p := stmts[failed].plans[0]
+		p.r.done, p.r.err = true, stmtErr
 		return nil
 	case stmtErr != nil:
 		s.forgetAll(plans)
@@ -522,9 +641,9 @@ func (s *Store) send(ctx context.Context, plans []plan) error {
 	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	for i, p := range plans {
+	for _, p := range plans {
 		p.r.tag = 0
-		if applied[i] {
+		if applied[p.r] {
 			p.r.done, p.r.head = true, p.next.sum.Head
 			s.remember(p.r.id, p.next)
 		} else {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,6 +54,9 @@ type Store struct {
 	readOnly bool
 	maxEvent int
 	group    *groupcommit.Group[appendReq]
+
+	appending  atomic.Int64 // Appends between Submit and its return
+	commitTime atomic.Int64 // moving average of a group commit, in ns
 
 	mu     sync.RWMutex // guards closed against calls.Add
 	closed bool
@@ -133,6 +137,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		cache:    make(map[string]state),
 	}
 	s.group = groupcommit.New(s.commit)
+	s.group.Gather(s.gatherWait)
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
 		return nil, s.fail("open postgres", err)

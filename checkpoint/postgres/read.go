@@ -14,30 +14,33 @@ import (
 )
 
 // Read pages are capped by rows and by bytes, so that a log of big file
-// snapshots is not read into memory at once.
+// snapshots is not read into memory at once. The first page is small so the
+// caller can start on it while the next one is fetched.
 const (
-	pageRows  = 4096
-	pageBytes = 4 << 20
+	firstPageRows = 512
+	pageRows      = 4096
+	pageBytes     = 4 << 20
 )
 
-// readPageSQL returns up to $3 events of session $1 from seq $2 on, stopping
-// at the first event that starts past $4 bytes of data, with the session's
-// generation. A session that exists yields at least one row (with NULL event
-// columns if it has no events from $2 on); one that does not yields none.
-const readPageSQL = `SELECT s.generation, e.seq, e.type, e.time, e.data
-FROM sessions s
-LEFT JOIN LATERAL (
-	SELECT seq, type, time, data FROM (
-		SELECT seq, type, time, data, sum(coalesce(octet_length(data), 0)) OVER (ORDER BY seq) AS upto
-		FROM events
-		WHERE session = s.id AND seq >= $2
-		ORDER BY seq
-		LIMIT $3
-	) p
-	WHERE upto - coalesce(octet_length(data), 0) < $4
-) e ON true
-WHERE s.id = $1
-ORDER BY e.seq`
+// readPageSQL returns up to $3 events of session $1 from seq $2 on, ending
+// with the first event at which the data read reaches $4 bytes, each row
+// with the session's generation (NULL if the session does not exist). One
+// statement, so one snapshot: the generation and the events agree.
+const readPageSQL = `SELECT (SELECT generation FROM sessions WHERE id = $1), seq, type, time, data
+FROM events
+WHERE session = $1 AND seq >= $2 AND seq <= (
+	SELECT coalesce(min(seq), $2 + $3) FROM (
+		SELECT seq, sum(len) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS upto
+		FROM (
+			SELECT seq, coalesce(octet_length(data), 0) AS len
+			FROM events WHERE session = $1 AND seq >= $2
+			ORDER BY seq LIMIT $3
+		) sizes
+	) running
+	WHERE upto >= $4
+)
+ORDER BY seq
+LIMIT $3`
 
 // page is one page of a Read.
 type page struct {
@@ -46,25 +49,40 @@ type page struct {
 	last   bool // no events after these when the page was read
 }
 
+// fetched is the outcome of reading a page.
+type fetched struct {
+	p     page
+	found bool
+	err   error
+}
+
 // Read implements checkpoint.Checkpointer. It reads the log a page at a time
-// (up to 4096 events or 4 MiB), each page one statement, and holds no
-// connection while the caller consumes a page. If the session is truncated
-// or deleted and re-created between two pages, the iteration ends with an
-// error rather than mix two logs; appends between pages are simply seen.
+// (up to 4096 events or 4 MiB), each page one statement, and fetches the next
+// page while the caller consumes the current one. It holds no connection
+// while the caller runs. If the session is truncated or deleted and
+// re-created between two pages, the iteration ends with an error rather than
+// mix two logs; appends between pages are simply seen.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		next := max(fromSeq, 1)
+		ahead := make(chan fetched, 1)
+		fetch := func(from int64, rows int) {
+			p, found, err := s.readPage(ctx, id, from, rows)
+			ahead <- fetched{p, found, err}
+		}
+		go fetch(next, firstPageRows)
 		var gen int64
 		for first := true; ; first = false {
-			p, found, err := s.readPage(ctx, id, next)
+			f := <-ahead
+			p := f.p
 			switch {
-			case err != nil:
-				yield(session.Event{}, s.fail("read "+id, err))
+			case f.err != nil:
+				yield(session.Event{}, s.fail("read "+id, f.err))
 				return
-			case !found && first:
+			case !f.found && first:
 				yield(session.Event{}, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound))
 				return
-			case !found:
+			case !f.found:
 				yield(session.Event{}, fmt.Errorf("read %s: %w: the session was deleted while being read", id, checkpoint.ErrNotFound))
 				return
 			case !first && p.gen != gen:
@@ -72,12 +90,17 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 				return
 			}
 			gen = p.gen
+			if !p.last {
+				// A caller that stops early leaves this fetch to finish on
+				// its own; Close waits for it.
+				go fetch(p.events[len(p.events)-1].Seq+1, pageRows)
+			}
 			for _, e := range p.events {
 				if !yield(e, nil) {
 					return
 				}
 			}
-			if p.last || len(p.events) == 0 {
+			if p.last {
 				return
 			}
 			next = p.events[len(p.events)-1].Seq + 1
@@ -85,44 +108,55 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 	}
 }
 
-// readPage reads one page of a log from seq from on. found is false if the
-// session does not exist.
-func (s *Store) readPage(ctx context.Context, id string, from int64) (p page, found bool, err error) {
+// readPage reads up to rows events of a log from seq from on. found is false
+// if the session does not exist. A page that ends the log has last set.
+func (s *Store) readPage(ctx context.Context, id string, from int64, limit int) (p page, found bool, err error) {
 	if err := s.enter(); err != nil {
 		return p, false, err
 	}
 	defer s.leave()
 	err = s.retry(ctx, func() error {
 		p, found = page{}, false
-		rows, err := s.pool.Query(ctx, readPageSQL, id, from, pageRows, pageBytes)
+		rows, err := s.pool.Query(ctx, readPageSQL, id, from, limit, pageBytes)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		var (
-			seq   *int64
-			typ   *string
-			tm    *time.Time
-			data  []byte
+			gen   *int64
+			typ   string
+			tm    time.Time
 			bytes int
 		)
 		for rows.Next() {
-			found = true
-			if err := rows.Scan(&p.gen, &seq, &typ, &tm, &data); err != nil {
+			var e session.Event
+			if err := rows.Scan(&gen, &e.Seq, &typ, &tm, &e.Data); err != nil {
 				return err
 			}
-			if seq == nil {
-				continue
+			if gen == nil {
+				break // events without a session: it is being deleted
 			}
-			p.events = append(p.events, session.Event{Seq: *seq, Type: session.Type(*typ), Time: tm.UTC(), Data: data})
-			bytes += len(data)
-			data = nil
+			e.Type, e.Time = session.Type(typ), tm.UTC()
+			p.events = append(p.events, e)
+			bytes += len(e.Data)
 		}
+		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		p.last = len(p.events) < pageRows && bytes < pageBytes
-		return nil
+		if len(p.events) > 0 {
+			p.gen, found = *gen, true
+			p.last = len(p.events) < limit && bytes < pageBytes
+			return nil
+		}
+		// No events from here on: does the session exist?
+		p.last = true
+		err = s.pool.QueryRow(ctx, `SELECT generation FROM sessions WHERE id = $1`, id).Scan(&p.gen)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
 	})
 	return p, found, err
 }

@@ -6,7 +6,10 @@
 // fsync, while a lone append pays for exactly one commit and waits for nobody.
 package groupcommit
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Group runs commits of batches of requests of type R one at a time.
 type Group[R any] struct {
@@ -15,6 +18,9 @@ type Group[R any] struct {
 	mu      sync.Mutex
 	pending []*call[R]
 	running bool
+
+	gather  func(queued int) time.Duration // see Gather; nil: take the queue at once
+	arrived chan struct{}                  // closed by Submit while a leader gathers
 }
 
 type call[R any] struct {
@@ -31,11 +37,28 @@ func New[R any](commit func(batch []*R)) *Group[R] {
 	return &Group[R]{commit: commit}
 }
 
+// Gather makes each leader wait a little for company before it takes the
+// queue. When commits are dominated by a flush, the callers released by one
+// commit come back while the next one is already flushing, so without it
+// concurrent callers settle into two alternating halves and each commit
+// serves about half of them. The leader calls wait with the number of
+// requests queued (its own included) and waits for at most the duration
+// returned, counted from the first call, or until another request arrives,
+// then asks again; a duration ≤ 0 means take the queue now. Call Gather
+// before the first Submit.
+func (g *Group[R]) Gather(wait func(queued int) time.Duration) {
+	g.gather = wait
+}
+
 // Submit queues r and returns once a commit that included it has returned.
 func (g *Group[R]) Submit(r *R) {
 	c := &call[R]{req: r, done: make(chan struct{}), lead: make(chan struct{})}
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
+	if g.arrived != nil {
+		close(g.arrived)
+		g.arrived = nil
+	}
 	if g.running {
 		g.mu.Unlock()
 		select {
@@ -46,6 +69,7 @@ func (g *Group[R]) Submit(r *R) {
 		g.mu.Lock()
 	}
 	g.running = true
+	g.gatherCompany()
 	batch := g.pending
 	g.pending = nil
 	g.mu.Unlock()
@@ -66,4 +90,40 @@ func (g *Group[R]) Submit(r *R) {
 		g.running = false
 	}
 	g.mu.Unlock()
+}
+
+// gatherCompany waits as Gather set up; g.mu is held on entry and on return.
+func (g *Group[R]) gatherCompany() {
+	if g.gather == nil {
+		return
+	}
+	var deadline time.Time
+	for {
+		d := g.gather(len(g.pending))
+		if d <= 0 {
+			return
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(d)
+		} else if left := deadline.Sub(now); left < d {
+			d = left
+		}
+		if d <= 0 {
+			return
+		}
+		arrived := make(chan struct{})
+		g.arrived = arrived
+		g.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-arrived:
+			t.Stop()
+			g.mu.Lock()
+		case <-t.C:
+			g.mu.Lock()
+			g.arrived = nil
+			return
+		}
+	}
 }

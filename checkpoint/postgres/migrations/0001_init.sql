@@ -12,10 +12,13 @@ CREATE TABLE sessions (
     summary    json NOT NULL,
     generation bigint NOT NULL,
     etag       bigint NOT NULL
-);
+) WITH (fillfactor = 50);
 
-CREATE INDEX sessions_namespace_updated ON sessions (namespace, updated DESC, id);
-CREATE INDEX sessions_updated ON sessions (updated DESC, id);
+-- Only columns that never change once a session exists are indexed, and
+-- half of each page is left free, so that the update every append makes to
+-- its session's row is a HOT update: no index is touched. List sorts a
+-- namespace's rows by updated itself.
+CREATE INDEX sessions_namespace ON sessions (namespace);
 
 CREATE TABLE events (
     session text NOT NULL,
