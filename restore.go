@@ -184,11 +184,9 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	// it and keeps it.
 	undo := id + "-r" + strconv.FormatInt(head, 10)
 	if _, err := a.store.Head(ctx, undo); errors.Is(err, checkpoint.ErrNotFound) {
-		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}}
-		for _, p := range paths {
-			restored.Files[p] = plan.target[p].Digest
-		}
-		extra := []session.Event{mustEvent(session.TypeRestored, restored)}
+		// The files as the restore finds them (the state at the head), then
+		// what the restore leaves: restoring the fork to head undoes it.
+		var extra []session.Event
 		for _, p := range paths {
 			snap, err := a.snapshot("restore", p)
 			if err != nil {
@@ -196,13 +194,18 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 			}
 			extra = append(extra, mustEvent(session.TypeFileSnapshot, snap))
 		}
+		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}}
+		for _, p := range paths {
+			restored.Files[p] = plan.target[p].Digest
+		}
+		extra = append(extra, mustEvent(session.TypeRestored, restored))
 		if err := a.copyLog(ctx, undo, id, events, extra); err != nil && !checkpoint.IsConflict(err) {
 			return nil, fmt.Errorf("restore %s: keep the log for undo: %w", id, err)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
-	res.UndoSession, res.UndoSeq = undo, head+1
+	res.UndoSession, res.UndoSeq = undo, head
 
 	for _, p := range paths {
 		if err := a.putBack(plan.target[p]); err != nil {

@@ -215,9 +215,10 @@ type RecoveryAcknowledged struct {
 }
 
 // Restored records that a restore put files back to checkpoint ToSeq of
-// session Session. It is written to the fork that keeps the log as it was
-// before the restore, followed by snapshots of the files as the restore
-// found them, so restoring the fork to this event's seq undoes the restore.
+// session Session. It ends the fork that keeps the log as it was before the
+// restore: after the old log come snapshots of the files as the restore
+// found them, then this event, so restoring the fork to the old head undoes
+// the restore.
 type Restored struct {
 	Session string `json:"session,omitempty"`
 	ToSeq   int64  `json:"to_seq"`
