@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/lite-agent/lite-agent/session"
@@ -14,13 +15,17 @@ import (
 // lets List return thousands of sessions in milliseconds and an Append fold
 // its events into the summary cheaply.
 //
-// Layout: a version byte (entryVersion), then signed varints and
-// length-prefixed strings (uvarint length, bytes) in this order:
+// Layout: a version byte (entryVersion), the length of the rest (uvarint),
+// then signed varints and length-prefixed strings (uvarint length, bytes)
+// in this order:
 //
 //	head, messages, created, updated (unix microseconds),
 //	id, kind, namespace, workdir, model, title, status,
 //	parent flag (0 none, 1 present) [parent session, parent seq],
 //	number of open calls, then each open call id.
+//
+// Entries delimit themselves, so List can have SQLite concatenate a whole
+// listing into one value and decode it in one pass.
 const entryVersion = 1
 
 // errEntry reports an entry that does not decode.
@@ -28,27 +33,29 @@ var errEntry = errors.New("malformed list entry")
 
 // encodeEntry packs s.
 func encodeEntry(s *session.Summary) []byte {
-	b := make([]byte, 0, 64+len(s.ID)+len(s.Kind)+len(s.Namespace)+len(s.Workdir)+len(s.Model)+len(s.Title)+len(s.Status))
-	b = append(b, entryVersion)
-	b = binary.AppendVarint(b, s.Head)
-	b = binary.AppendVarint(b, int64(s.Messages))
-	b = binary.AppendVarint(b, s.Created.UnixMicro())
-	b = binary.AppendVarint(b, s.Updated.UnixMicro())
+	body := make([]byte, 0, 64+len(s.ID)+len(s.Kind)+len(s.Namespace)+len(s.Workdir)+len(s.Model)+len(s.Title)+len(s.Status))
+	body = binary.AppendVarint(body, s.Head)
+	body = binary.AppendVarint(body, int64(s.Messages))
+	body = binary.AppendVarint(body, s.Created.UnixMicro())
+	body = binary.AppendVarint(body, s.Updated.UnixMicro())
 	for _, str := range [...]string{s.ID, s.Kind, s.Namespace, s.Workdir, s.Model, s.Title, string(s.Status)} {
-		b = appendString(b, str)
+		body = appendString(body, str)
 	}
 	if s.Parent == nil {
-		b = append(b, 0)
+		body = append(body, 0)
 	} else {
-		b = append(b, 1)
-		b = appendString(b, s.Parent.Session)
-		b = binary.AppendVarint(b, s.Parent.Seq)
+		body = append(body, 1)
+		body = appendString(body, s.Parent.Session)
+		body = binary.AppendVarint(body, s.Parent.Seq)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.Open)))
+	body = binary.AppendUvarint(body, uint64(len(s.Open)))
 	for _, id := range s.Open {
-		b = appendString(b, id)
+		body = appendString(body, id)
 	}
-	return b
+	b := make([]byte, 0, len(body)+1+binary.MaxVarintLen64)
+	b = append(b, entryVersion)
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	return append(b, body...)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -92,7 +99,7 @@ func (r *entryReader) uvarint() uint64 {
 
 func (r *entryReader) string() string {
 	n := r.uvarint()
-	if r.err != nil {
+	if r.err != nil || n == 0 {
 		return ""
 	}
 	if n > uint64(len(r.b)) {
@@ -152,24 +159,65 @@ func varint(s string) (int64, int) {
 	return x, n
 }
 
-// decodeEntry unpacks an entry made by encodeEntry.
+// decodeEntry unpacks one entry made by encodeEntry.
 func decodeEntry(b string) (session.Summary, error) {
+	var s session.Summary
+	rest, err := nextEntry(b, &s)
+	if err == nil && rest != "" {
+		err = errEntry
+	}
+	return s, err
+}
+
+// decodeEntries unpacks the concatenation of n ≥ 0 entries. It decodes in
+// place, into the slice it returns: copying summaries around costs more
+// than decoding them while the garbage collector runs.
+func decodeEntries(b string) ([]session.Summary, error) {
+	var out []session.Summary
+	decoded := 0 // bytes
+	for b != "" {
+		if len(out) == cap(out) {
+			// Entries are about the same size: guess how many are left.
+			avg := 256
+			if len(out) > 0 {
+				avg = max(decoded/len(out), 1)
+			}
+			out = slices.Grow(out, len(b)/avg+16)
+		}
+		out = out[:len(out)+1]
+		rest, err := nextEntry(b, &out[len(out)-1])
+		if err != nil {
+			return nil, err
+		}
+		decoded += len(b) - len(rest)
+		b = rest
+	}
+	return out, nil
+}
+
+// nextEntry unpacks the entry at the start of b into s, which must be
+// zero, and returns what follows.
+func nextEntry(b string, s *session.Summary) (rest string, _ error) {
 	r := entryReader{b: b}
 	if r.byte() != entryVersion {
-		return session.Summary{}, errEntry
+		return "", errEntry
 	}
-	var s session.Summary
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		return "", errEntry
+	}
+	r.b, rest = r.b[:n], r.b[n:]
 	s.Head = r.varint()
 	s.Messages = int(r.varint())
 	s.Created = micro(r.varint())
 	s.Updated = micro(r.varint())
-	s.ID = r.string()
-	s.Kind = r.string()
-	s.Namespace = r.string()
-	s.Workdir = r.string()
-	s.Model = r.string()
-	s.Title = r.string()
-	s.Status = session.Status(r.string())
+	// Empty strings are left alone: s is zero, and every pointer stored
+	// costs a write barrier while the garbage collector runs.
+	for _, f := range [...]*string{&s.ID, &s.Kind, &s.Namespace, &s.Workdir, &s.Model, &s.Title, (*string)(&s.Status)} {
+		if v := r.string(); v != "" {
+			*f = v
+		}
+	}
 	switch r.byte() {
 	case 0:
 	case 1:
@@ -177,12 +225,12 @@ func decodeEntry(b string) (session.Summary, error) {
 	default:
 		r.err = errEntry
 	}
-	n := r.uvarint()
-	if n > uint64(len(r.b)) { // every id takes at least one byte
+	open := r.uvarint()
+	if open > uint64(len(r.b)) { // every id takes at least one byte
 		r.err = errEntry
 	}
-	if r.err == nil && n > 0 {
-		s.Open = make([]string, n)
+	if r.err == nil && open > 0 {
+		s.Open = make([]string, open)
 		for i := range s.Open {
 			s.Open[i] = r.string()
 		}
@@ -191,7 +239,8 @@ func decodeEntry(b string) (session.Summary, error) {
 		r.err = errEntry
 	}
 	if r.err != nil {
-		return session.Summary{}, r.err
+		*s = session.Summary{}
+		return "", r.err
 	}
-	return s, nil
+	return rest, nil
 }

@@ -106,6 +106,47 @@ func badParentFlag(t *testing.T, full []byte) []byte {
 	return b
 }
 
+func TestEntriesStream(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		want := rapid.SliceOfN(rapid.Custom(genSummary), 0, 20).Draw(t, "summaries")
+		var stream []byte
+		for i := range want {
+			stream = append(stream, encodeEntry(&want[i])...)
+		}
+		got, err := decodeEntries(string(stream))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			want = nil
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+		if len(stream) > 0 {
+			cut := rapid.IntRange(0, len(stream)-1).Draw(t, "cut")
+			if _, err := decodeEntries(string(stream[:cut])); cut > 0 && err == nil {
+				// A cut between two entries leaves a valid shorter stream.
+				if !entryBoundary(want, cut) {
+					t.Fatalf("a stream cut at %d of %d decoded", cut, len(stream))
+				}
+			}
+		}
+	})
+}
+
+// entryBoundary reports whether offset falls between two encoded entries.
+func entryBoundary(list []session.Summary, offset int) bool {
+	at := 0
+	for i := range list {
+		if at == offset {
+			return true
+		}
+		at += len(encodeEntry(&list[i]))
+	}
+	return at == offset
+}
+
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(encodeEntry(&session.Summary{ID: "s", Namespace: "n", Open: []string{"a"}, Parent: &session.ForkRef{Session: "p", Seq: 2}}))
 	f.Add([]byte{entryVersion})

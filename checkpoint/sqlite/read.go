@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
+	"strings"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
@@ -29,11 +31,13 @@ const (
 const (
 	stmtPage   = `SELECT seq, type, time, data FROM events WHERE session = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	stmtExists = `SELECT 1 FROM sessions WHERE id = ?`
-	// List reads the sessions_list index only.
-	stmtListKind   = `SELECT CAST(entry AS TEXT) FROM sessions WHERE namespace = ? AND kind = ? ORDER BY updated DESC, id LIMIT ?`
-	stmtListAll    = `SELECT CAST(entry AS TEXT) FROM sessions WHERE namespace = ? ORDER BY updated DESC, id LIMIT ?`
-	stmtListNSKind = `SELECT CAST(entry AS TEXT) FROM sessions INDEXED BY sessions_list WHERE kind = ? ORDER BY updated DESC, id LIMIT ?`
-	stmtListNSAll  = `SELECT CAST(entry AS TEXT) FROM sessions INDEXED BY sessions_list ORDER BY updated DESC, id LIMIT ?`
+	// List reads the sessions_list index only, and has SQLite concatenate
+	// the entries into one value: one row to hand over instead of
+	// thousands.
+	stmtListKind   = `SELECT group_concat(entry, '') FROM (SELECT entry FROM sessions WHERE namespace = ? AND kind = ? ORDER BY updated DESC, id LIMIT ?)`
+	stmtListAll    = `SELECT group_concat(entry, '') FROM (SELECT entry FROM sessions WHERE namespace = ? ORDER BY updated DESC, id LIMIT ?)`
+	stmtListNSKind = `SELECT group_concat(entry, '') FROM (SELECT entry FROM sessions INDEXED BY sessions_list WHERE kind = ? ORDER BY updated DESC, id LIMIT ?)`
+	stmtListNSAll  = `SELECT group_concat(entry, '') FROM (SELECT entry FROM sessions INDEXED BY sessions_list ORDER BY updated DESC, id LIMIT ?)`
 )
 
 // Read implements checkpoint.Checkpointer. Events are read in pages of up
@@ -153,6 +157,15 @@ func (s *Store) readError(err error) error {
 	return err
 }
 
+// newestFirst orders summaries as List returns them: most recently updated
+// first, then by id.
+func newestFirst(a, b session.Summary) int {
+	if c := b.Updated.Compare(a.Updated); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
 // Head implements checkpoint.Checkpointer.
 func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	if err := s.enter(); err != nil {
@@ -219,52 +232,25 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
 	}
 	defer s.pool.put(c, false)
-	// Summaries are collected in chunks and copied once into a slice of the
-	// right size: cheaper than growing one slice of thousands.
-	var chunks [][]session.Summary
-	n := 0
+	var out []session.Summary
 	err = s.retry(ctx, func() error {
-		chunks, n = chunks[:0], 0
-		rows, err := c.query(ctx, query, args...)
-		if err != nil {
+		dest := make([]driver.Value, 1)
+		if _, err := c.row(ctx, dest, query, args...); err != nil {
 			return err
 		}
-		defer rows.Close()
-		dest := make([]driver.Value, 1)
-		var chunk []session.Summary
-		for {
-			if err := rows.Next(dest); err != nil {
-				if len(chunk) > 0 {
-					chunks = append(chunks, chunk)
-				}
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return err
-			}
-			sum, err := decodeEntry(asString(dest[0]))
-			if err != nil {
-				return fmt.Errorf("a session summary in %s is damaged (%w); restore the database from a backup", s.path, err)
-			}
-			if len(chunk) == cap(chunk) {
-				if len(chunk) > 0 {
-					chunks = append(chunks, chunk)
-				}
-				chunk = make([]session.Summary, 0, min(max(2*cap(chunk), 16), 1024))
-			}
-			chunk = append(chunk, sum)
-			n++
+		var err error
+		if out, err = decodeEntries(asString(dest[0])); err != nil {
+			return fmt.Errorf("a session summary in %s is damaged (%w); restore the database from a backup", s.path, err)
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
 	}
-	if n == 0 {
-		return nil, nil
-	}
-	out := make([]session.Summary, 0, n)
-	for _, ch := range chunks {
-		out = append(out, ch...)
+	// The subquery's order is the order group_concat sees the rows in, but
+	// SQL does not promise it: check it (cheap) and sort if ever needed.
+	if !slices.IsSortedFunc(out, newestFirst) {
+		slices.SortFunc(out, newestFirst)
 	}
 	return out, nil
 }
