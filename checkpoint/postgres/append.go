@@ -188,7 +188,7 @@ func (s *Store) giveUp(ctx context.Context, pending []*appendReq, err error) {
 		if _, rerr := s.resolve(rctx, pending); rerr != nil {
 			for _, r := range pending {
 				if r.tag != 0 {
-					r.err = fmt.Errorf("the append may or may not have been saved (reload the session to find out): %w", err)
+					r.err = &ambiguousError{err}
 					r.done = true
 				}
 			}

@@ -24,6 +24,14 @@ type hintError struct {
 func (e *hintError) Error() string { return e.hint + " (" + e.err.Error() + ")" }
 func (e *hintError) Unwrap() error { return e.err }
 
+// ambiguousError is the error of an append that was sent to the server
+// but whose outcome could not be learnt: the connection broke before the
+// reply and the server could not be asked again in time.
+type ambiguousError struct{ err error }
+
+func (e *ambiguousError) Error() string { return e.err.Error() }
+func (e *ambiguousError) Unwrap() error { return e.err }
+
 // readOnlyServerError is a write refused because the server (a standby) or
 // the database is read-only. It is checkpoint.ErrReadOnly as well.
 type readOnlyServerError struct{ hintError }

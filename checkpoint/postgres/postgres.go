@@ -198,5 +198,10 @@ func (s *Store) fail(op string, err error) error {
 	if errors.As(err, &ce) {
 		return err
 	}
-	return scrubError(fmt.Errorf("%s: %w", op, explain(err, s.where)), s.secrets)
+	var after string
+	var amb *ambiguousError
+	if errors.As(err, &amb) {
+		after = "; it may or may not have been saved: reload the session to find out"
+	}
+	return scrubError(fmt.Errorf("%s: %w%s", op, explain(err, s.where), after), s.secrets)
 }

@@ -47,16 +47,39 @@ func withParam(tb testing.TB, raw, k, v string) string {
 // admin runs one statement on the test server.
 func admin(tb testing.TB, sql string) {
 	tb.Helper()
+	execSQL(tb, serverURL(tb), sql)
+}
+
+// execSQL runs one statement at loc (a test schema's URL).
+func execSQL(tb testing.TB, loc, sql string, args ...any) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, serverURL(tb))
+	conn, err := pgx.Connect(ctx, loc)
 	if err != nil {
 		tb.Fatalf("connect to the test server: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		tb.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// queryInt runs a query returning one integer at loc.
+func queryInt(tb testing.TB, loc, sql string, args ...any) int64 {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		tb.Fatalf("connect to the test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+	return n
 }
 
 // newSchema creates an empty schema on the test server, dropped when the
@@ -138,7 +161,17 @@ func backend() checkpointtest.Backend {
 	}
 }
 
-func TestMain(m *testing.M) { checkpointtest.Main(m, backend()) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(envRole); role != "" {
+		// A child process of one of this package's own tests.
+		if err := runChild(role); err != nil {
+			fmt.Fprintf(os.Stderr, "child %s: %v\n", role, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	checkpointtest.Main(m, backend())
+}
 
 func TestConformance(t *testing.T) { checkpointtest.Run(t, backend()) }
 
