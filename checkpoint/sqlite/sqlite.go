@@ -37,6 +37,15 @@ const (
 	DefaultBusyTimeout = time.Minute
 )
 
+// walSizeLimit is the size the WAL file is cut back to when it restarts
+// after a checkpoint (a large event can grow it far beyond its usual few
+// MiB).
+const walSizeLimit = 64 << 20
+
+// closeCheckpointWait bounds how long Close waits to checkpoint the whole
+// WAL while other processes use the database: meanwhile their writes wait.
+const closeCheckpointWait = 500 * time.Millisecond
+
 // Memory is the path of a store that lives in this process's memory only.
 const Memory = ":memory:"
 
@@ -138,8 +147,8 @@ func Open(path string, opts *Options) (*Store, error) {
 // pragmas are the connection settings every writable connection gets:
 // busy_timeout first, so that the others wait for locks too.
 func (s *Store) pragmas() string {
-	return fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=foreign_keys(0)",
-		s.busyTimeout.Milliseconds())
+	return fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=foreign_keys(0)&_pragma=journal_size_limit(%d)",
+		s.busyTimeout.Milliseconds(), walSizeLimit)
 }
 
 // openMemory opens one connection to a new in-memory database: all calls
@@ -289,7 +298,7 @@ func (s *Store) openReadOnly() error {
 	if err := s.checkExisting(abs, fi, os.O_RDONLY); err != nil {
 		return err
 	}
-	if fi.Size() == 0 {
+	if fi.Size() == 0 && !exists(abs+"-wal") {
 		s.empty = true
 		s.pool = newPool(0, false, nil)
 		return nil
@@ -533,10 +542,10 @@ func (s *Store) Close() error {
 		// Maintenance: move the WAL into the database so that the file is
 		// whole on its own. Another process reading or writing may keep
 		// part of it in the WAL; that is fine, it checkpoints later.
-		ctx, cancel := context.WithTimeout(context.Background(), s.busyTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.busyTimeout, closeCheckpointWait))
 		if c, err := s.pool.get(ctx); err == nil {
 			_, err := c.exec(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
-			if err != nil && !isBusy(err) {
+			if err != nil && !isBusy(err) && ctx.Err() == nil {
 				errs = append(errs, fmt.Errorf("close sqlite store %s: checkpoint: %w", s.path, err))
 			}
 			s.pool.put(c, false)

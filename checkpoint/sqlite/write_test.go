@@ -393,3 +393,50 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseBesideAReader closes a store while another connection (another
+// process, say) holds a read transaction, so the WAL cannot be fully
+// checkpointed: Close must give up on that quickly, without an error, and
+// leave the data whole.
+func TestCloseBesideAReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s, err := Open(path, &Options{BusyTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(t.Context(), "s", 0, []session.Event{started("s"), prompt("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	c, err := reader.pool.get(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.exec(t.Context(), "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := c.row(t.Context(), make([]driver.Value, 1), stmtExists, "s"); err != nil || !found {
+		t.Fatalf("reader: %v, %v", found, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("close beside a reader: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("close waited for the reader (the busy timeout is 30s)")
+	}
+	if _, err := c.exec(t.Context(), "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	reader.pool.put(c, false)
+	if sum, err := reader.Head(t.Context(), "s"); err != nil || sum.Head != 2 {
+		t.Fatalf("after close: head %d, %v", sum.Head, err)
+	}
+}
