@@ -1,0 +1,210 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// View draws the screen: the transcript window, the activity line, the
+// input (or the question being asked) and the status line. It joins only
+// the rows on screen.
+func (m *model) View() tea.View {
+	var v tea.View
+	v.AltScreen = true
+	v.WindowTitle = "lite-agent"
+	if m.quitting {
+		return v
+	}
+	rows := make([]string, 0, m.height)
+	if m.mode == modePicker && m.picker != nil {
+		rows = append(rows, m.picker.view(m, m.height-1)...)
+	} else {
+		panel := m.panel()
+		tr, below := m.window(m.transcriptRows())
+		rows = append(rows, tr...)
+		rows = append(rows, m.activity(below))
+		if panel == nil {
+			rows = append(rows, m.rule(""))
+			inputTop := len(rows)
+			rows = append(rows, strings.Split(m.input.View(), "\n")...)
+			if c := m.input.Cursor(); c != nil {
+				c.Position.Y += inputTop
+				v.Cursor = c
+			}
+		} else {
+			rows = append(rows, panel...)
+		}
+	}
+	for len(rows) < m.height-1 {
+		rows = append(rows, "")
+	}
+	rows = append(rows[:m.height-1], m.status())
+	for i, r := range rows {
+		if ansi.StringWidth(r) > m.width {
+			rows[i] = ansi.Truncate(r, m.width, "…")
+		}
+	}
+	v.SetContent(strings.Join(rows, "\n"))
+	return v
+}
+
+// transcriptRows is the height of the transcript window.
+func (m *model) transcriptRows() int {
+	bottom := 2 // activity and status lines
+	if p := m.panel(); p != nil {
+		bottom += len(p)
+	} else {
+		bottom += 1 + m.input.Height()
+	}
+	return max(1, m.height-bottom)
+}
+
+// panel returns the rows of the question shown in place of the input, nil
+// when the input is shown.
+func (m *model) panel() []string {
+	th := &m.theme
+	w := m.width
+	var rows []string
+	switch {
+	case m.mode == modeConfirm && m.confirm != nil:
+		c := m.confirm
+		rows = append(rows, m.rule(c.title))
+		for _, l := range c.body {
+			rows = append(rows, prefixed(wrap(l, w-2), "  ", "    ", th.dim)...)
+		}
+		rows = append(rows, prefixed(wrap(c.question, w-2), th.warn.Render("? "), "  ", th.user)...)
+		rows = append(rows, prefixed(wrap(c.keys, w-2), "  ", "  ", th.key)...)
+	case len(m.asks) > 0:
+		a := m.asks[0]
+		what := a.req.Tool
+		if s := summary(a.req.Tool, decodeInput(a.req.Input), a.req.Input); s != "" {
+			what += " " + s
+		}
+		rows = append(rows, m.rule("approval"))
+		rows = append(rows, prefixed(wrap("Allow "+short(what, 200)+"?", w-2), th.warn.Render("? "), "  ", th.user)...)
+		keys := fmt.Sprintf("y allow once · a allow %s for this session · n deny · esc cancel the turn", a.req.Tool)
+		rows = append(rows, prefixed(wrap(keys, w-2), "  ", "  ", th.key)...)
+	default:
+		return nil
+	}
+	if limit := m.height - 4; len(rows) > limit {
+		rows = append(rows[:limit-1], th.dim.Render("  …"))
+	}
+	return rows
+}
+
+// rule is a horizontal line, with a title when given.
+func (m *model) rule(title string) string {
+	if title == "" {
+		return m.theme.rule.Render(strings.Repeat("─", m.width))
+	}
+	head := "── " + title + " "
+	return m.theme.rule.Render(head + strings.Repeat("─", max(0, m.width-ansi.StringWidth(head))))
+}
+
+// activity is the line above the input: what the agent is doing, or a hint.
+func (m *model) activity(below bool) string {
+	th := &m.theme
+	var s string
+	switch {
+	case m.hint != "":
+		s = th.warn.Render(m.hint)
+	case m.op != "":
+		s = th.dim.Render(m.op + "…")
+	case m.busy:
+		what := "working"
+		if len(m.asks) > 0 {
+			what = "waiting for your approval"
+		}
+		s = m.spin.View() + " " + what + " · " + elapsed(m.now().Sub(m.started))
+		if n := len(m.queued); n > 0 {
+			s += fmt.Sprintf(" · %d queued", n)
+		}
+		s += th.dim.Render(" · esc to cancel")
+	default:
+		s = th.dim.Render("enter send · alt+enter newline · ↑↓ history · pgup/pgdn scroll · /help")
+	}
+	if below {
+		more := th.warn.Render(" ↓ more below (pgdn)")
+		s = ansi.Truncate(s, max(0, m.width-ansi.StringWidth(more)), "…") + more
+	}
+	return s
+}
+
+func elapsed(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// status is the bottom line: session, revision, model, tokens, workspace.
+func (m *model) status() string {
+	id := m.sessionID
+	if id == "" {
+		id = "new session"
+	}
+	model := m.opts.Model
+	if model == "" {
+		model = m.tr.model
+	}
+	u := m.tr.usage
+	parts := []string{id, "rev " + itoa(m.tr.head), model, tokens(u.InputTokens + u.OutputTokens), m.workspace()}
+	line := func() string {
+		var kept []string
+		for _, p := range parts {
+			if p != "" {
+				kept = append(kept, p)
+			}
+		}
+		return " " + strings.Join(kept, " · ") + " "
+	}
+	// Narrow screens: shorten the id, then the workspace, then drop the model.
+	if ansi.StringWidth(line()) > m.width && len(id) > 12 {
+		parts[0] = id[:12] + "…"
+	}
+	if ansi.StringWidth(line()) > m.width {
+		parts[4] = filepath.Base(m.workspace())
+	}
+	if ansi.StringWidth(line()) > m.width {
+		parts[2] = ""
+	}
+	s := ansi.Truncate(line(), m.width, "…")
+	if m.theme.color {
+		s += strings.Repeat(" ", max(0, m.width-ansi.StringWidth(s)))
+	}
+	return m.theme.status.Render(s)
+}
+
+func tokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM tokens", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.1fk tokens", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d tokens", n)
+}
+
+func (m *model) workspace() string { return m.ws }
+
+// workspaceName is a workdir as the status line shows it, with the home
+// directory as ~.
+func workspaceName(wd string) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		if rel, err := filepath.Rel(home, wd); err == nil && !strings.HasPrefix(rel, "..") {
+			if rel == "." {
+				return "~"
+			}
+			return "~" + string(filepath.Separator) + rel
+		}
+	}
+	return wd
+}
