@@ -16,6 +16,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/anthropic"
+	"github.com/lite-agent/lite-agent/provider/openai"
 	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
 	"go.uber.org/goleak"
@@ -27,11 +28,14 @@ func TestMain(m *testing.M) {
 
 // providers are the provider kinds every end-to-end test runs with; each
 // connects to the fake model server over HTTP.
-var providers = []string{"anthropic"}
+var providers = []string{"anthropic", "openai"}
 
 var newProvider = map[string]func(srv *fakemodel.Server) (provider.Provider, error){
 	"anthropic": func(srv *fakemodel.Server) (provider.Provider, error) {
 		return anthropic.New(&anthropic.Options{APIKey: "test-key", BaseURL: srv.URL(), RetryBaseDelay: time.Millisecond})
+	},
+	"openai": func(srv *fakemodel.Server) (provider.Provider, error) {
+		return openai.New(&openai.Options{APIKey: "test-key", BaseURL: srv.OpenAIURL(), RetryBaseDelay: time.Millisecond})
 	},
 }
 

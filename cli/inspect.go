@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// sessionJSON is one session as --sessions prints it.
+type sessionJSON struct {
+	ID       string            `json:"id"`
+	Revision int64             `json:"revision"`
+	Messages int               `json:"messages"`
+	Status   session.Status    `json:"status"`
+	Title    string            `json:"title,omitempty"`
+	Created  time.Time         `json:"created"`
+	Updated  time.Time         `json:"updated"`
+	Hazards  int               `json:"hazards"`
+	Parent   *session.ForkRef  `json:"parent,omitempty"`
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// inspect runs fn with an agent on a read-only store: no model, no tools,
+// nothing written.
+func inspect(ctx context.Context, c *config, fn func(e *env) error) error {
+	e, err := newAgent(ctx, c, "", true, false)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	return fn(e)
+}
+
+func listSessions(ctx context.Context, c *config, std IO) error {
+	return inspect(ctx, c, func(e *env) error {
+		a := e.agent
+		list, err := a.ListSessions(ctx)
+		if err != nil {
+			return err
+		}
+		out := make([]sessionJSON, 0, len(list))
+		for _, s := range list {
+			out = append(out, sessionJSON{ID: s.ID, Revision: s.Head, Messages: s.Messages, Status: s.Status, Title: s.Title,
+				Created: s.Created, Updated: s.Updated, Hazards: s.Hazards(), Parent: s.Parent})
+		}
+		return writeJSON(std.Stdout, out)
+	})
+}
+
+// infoJSON is what --session-info prints.
+type infoJSON struct {
+	ID          string               `json:"id"`
+	Revision    int64                `json:"revision"`
+	Messages    int                  `json:"messages"`
+	Workspace   string               `json:"workspace"`
+	Workdir     string               `json:"workdir,omitempty"`
+	Model       string               `json:"model,omitempty"`
+	Status      session.Status       `json:"status"`
+	Title       string               `json:"title,omitempty"`
+	Created     time.Time            `json:"created"`
+	Updated     time.Time            `json:"updated"`
+	Parent      *session.ForkRef     `json:"parent,omitempty"`
+	Usage       session.Usage        `json:"usage"`
+	Checkpoints []checkpointJSON     `json:"checkpoints"`
+	Hazards     []hazardJSON         `json:"hazards"`
+}
+
+type checkpointJSON struct {
+	Seq    int64     `json:"seq"`
+	Prompt string    `json:"prompt"`
+	Time   time.Time `json:"time"`
+}
+
+// hazardJSON is an interrupted tool call for review. It never carries the
+// transcript or the tool's output.
+type hazardJSON struct {
+	Token   string    `json:"token"`
+	Tool    string    `json:"tool"`
+	CallID  string    `json:"call_id"`
+	Started time.Time `json:"started"`
+	Paths   []string  `json:"paths"`
+}
+
+func toCheckpoints(cps []session.Checkpoint) []checkpointJSON {
+	out := make([]checkpointJSON, 0, len(cps))
+	for _, c := range cps {
+		out = append(out, checkpointJSON{Seq: c.Seq, Prompt: c.Prompt, Time: c.Time})
+	}
+	return out
+}
+
+func toHazards(hz []session.Hazard) []hazardJSON {
+	out := make([]hazardJSON, 0, len(hz))
+	for _, h := range hz {
+		paths := h.Paths
+		if paths == nil {
+			paths = []string{}
+		}
+		out = append(out, hazardJSON{Token: h.Token, Tool: h.Tool, CallID: h.CallID, Started: h.Started, Paths: paths})
+	}
+	return out
+}
+
+func sessionInfo(ctx context.Context, c *config, std IO) error {
+	return inspect(ctx, c, func(e *env) error {
+		a := e.agent
+		id, err := a.FindSession(ctx, c.sessionInfo)
+		if err != nil {
+			return err
+		}
+		info, err := a.SessionInfo(ctx, id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(std.Stdout, infoJSON{
+			ID: info.ID, Revision: info.Head, Messages: info.Messages, Workspace: info.Namespace, Workdir: info.Workdir,
+			Model: info.Model, Status: info.Status, Title: info.Title, Created: info.Created, Updated: info.Updated,
+			Parent: info.Parent, Usage: info.Usage, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
+		})
+	})
+}
+
+func recoveryInfo(ctx context.Context, c *config, std IO) error {
+	return inspect(ctx, c, func(e *env) error {
+		a := e.agent
+		id, err := a.FindSession(ctx, c.recoveryInfo)
+		if err != nil {
+			return err
+		}
+		info, err := a.SessionInfo(ctx, id)
+		if err != nil {
+			return err
+		}
+		out := struct {
+			Session string       `json:"session"`
+			Status  string       `json:"status"`
+			Hazards []hazardJSON `json:"hazards"`
+			Next    string       `json:"next"`
+		}{Session: id, Status: string(info.Status), Hazards: toHazards(info.Hazards)}
+		if len(info.Hazards) == 0 {
+			out.Next = "nothing to review: the session can be resumed"
+		} else {
+			out.Next = "check what each tool actually did (the files listed), then continue with: lite-agent --session-db " + c.sessionDB + " --resume " + id
+			for _, h := range info.Hazards {
+				out.Next += " --acknowledge " + h.Token
+			}
+		}
+		return writeJSON(std.Stdout, out)
+	})
+}
+
+func listCheckpoints(ctx context.Context, c *config, std IO) error {
+	return inspect(ctx, c, func(e *env) error {
+		a := e.agent
+		id, err := a.FindSession(ctx, c.checkpoints)
+		if err != nil {
+			return err
+		}
+		cps, err := a.ListCheckpoints(ctx, id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(std.Stdout, toCheckpoints(cps))
+	})
+}
+
+func exportSession(ctx context.Context, c *config, std IO) error {
+	return inspect(ctx, c, func(e *env) error {
+		a := e.agent
+		id, err := a.FindSession(ctx, c.export)
+		if err != nil {
+			return err
+		}
+		return jsonl.Export(ctx, e.store, id, std.Stdout)
+	})
+}

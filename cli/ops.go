@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
+)
+
+// withSession opens a writable agent in the workdir session handle was
+// recorded in, resolves the handle and runs fn.
+func withSession(ctx context.Context, c *config, handle string, fn func(e *env, id string) error) error {
+	e, err := newAgent(ctx, c, "", false, false)
+	if err != nil {
+		return err
+	}
+	id, err := e.agent.FindSession(ctx, handle)
+	if err != nil {
+		e.close()
+		return err
+	}
+	info, err := e.agent.SessionInfo(ctx, id)
+	if err != nil {
+		e.close()
+		return err
+	}
+	if info.Workdir != "" && info.Workdir != e.agent.Workdir() {
+		if fi, serr := os.Stat(info.Workdir); serr == nil && fi.IsDir() {
+			e.close()
+			if e, err = newAgent(ctx, c, info.Workdir, false, false); err != nil {
+				return err
+			}
+		}
+	}
+	defer e.close()
+	return fn(e, id)
+}
+
+func restoreSession(ctx context.Context, c *config, std IO) error {
+	return withSession(ctx, c, c.restore, func(e *env, id string) error {
+		res, err := e.agent.Restore(ctx, id, c.to, &liteagent.RestoreOptions{Force: c.force})
+		if res != nil {
+			describePlan(std.Stderr, res)
+		}
+		if err != nil {
+			return err
+		}
+		if res.UndoSession != "" {
+			fmt.Fprintf(std.Stderr, "to undo: lite-agent --session-db %s --restore %s --to %d\n", c.sessionDB, res.UndoSession, res.UndoSeq)
+		}
+		return writeJSON(std.Stdout, res)
+	})
+}
+
+func forkSession(ctx context.Context, c *config, std IO) error {
+	return withSession(ctx, c, c.fork, func(e *env, id string) error {
+		fork, err := e.agent.Fork(ctx, id, c.to)
+		if err != nil {
+			return err
+		}
+		return writeJSON(std.Stdout, map[string]any{"id": fork, "parent": id, "seq": c.to})
+	})
+}
+
+func deleteSession(ctx context.Context, c *config, std IO) error {
+	return withSession(ctx, c, c.deleteSession, func(e *env, id string) error {
+		if err := e.agent.DeleteSession(ctx, id); err != nil {
+			return err
+		}
+		return writeJSON(std.Stdout, map[string]any{"deleted": id})
+	})
+}
+
+func importSession(ctx context.Context, c *config, std IO) error {
+	var r io.Reader = std.Stdin
+	if c.importFile != "-" {
+		f, err := os.Open(c.importFile)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	store, err := openStore(ctx, c.sessionDB, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	id, err := jsonl.Import(ctx, store, r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(std.Stdout, map[string]any{"imported": id})
+}

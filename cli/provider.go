@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/provider/anthropic"
+	"github.com/lite-agent/lite-agent/provider/openai"
+)
+
+// Default models per provider.
+const (
+	defaultAnthropicModel = "claude-sonnet-4-6"
+	defaultOpenAIModel    = "gpt-4.1"
+)
+
+// newProvider builds the model provider from flags and the environment.
+func newProvider(c *config) (provider.Provider, string, error) {
+	name := c.provider
+	if name == "" {
+		name = "anthropic"
+		if os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") != "" {
+			name = "openai"
+		}
+	}
+	switch name {
+	case "openai":
+		model := c.model
+		if model == "" {
+			model = defaultOpenAIModel
+		}
+		base := c.baseURL
+		if base == "" {
+			base = os.Getenv("OPENAI_BASE_URL")
+		}
+		key := os.Getenv("OPENAI_API_KEY")
+		if key == "" && base == "" {
+			return nil, "", missingKey("OPENAI_API_KEY", "openai")
+		}
+		p, err := openai.New(&openai.Options{APIKey: key, BaseURL: base})
+		return p, model, err
+	default:
+		model := c.model
+		if model == "" {
+			model = defaultAnthropicModel
+		}
+		base := c.baseURL
+		if base == "" {
+			base = os.Getenv("ANTHROPIC_BASE_URL")
+		}
+		key := os.Getenv("ANTHROPIC_API_KEY")
+		if key == "" {
+			if base == "" {
+				return nil, "", missingKey("ANTHROPIC_API_KEY", "anthropic")
+			}
+			key = "none" // a local server (such as the fake model) may not check it
+		}
+		p, err := anthropic.New(&anthropic.Options{APIKey: key, BaseURL: base})
+		return p, model, err
+	}
+}
+
+func missingKey(env, name string) error {
+	return fmt.Errorf("no API key for the %s provider: set %s (or --base-url for a local server); to try lite-agent without a key or network, run: lite-agent --demo", name, env)
+}

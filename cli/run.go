@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool"
+)
+
+// openSession builds the agent for a run that talks to the model and, with
+// --resume, loads the session (in the workdir it was recorded in) and
+// records the acknowledgements given.
+func openSession(ctx context.Context, c *config, std IO) (*env, error) {
+	e, err := newAgent(ctx, c, "", false, true)
+	if err != nil {
+		return nil, err
+	}
+	if c.resume == "" {
+		return e, nil
+	}
+	id, err := e.agent.FindSession(ctx, c.resume)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	if e, err = switchWorkdir(ctx, c, e, id); err != nil {
+		return nil, err
+	}
+	if err := e.agent.Resume(ctx, id); err != nil {
+		e.close()
+		return nil, err
+	}
+	if len(c.acknowledge) > 0 {
+		if err := e.agent.Acknowledge(ctx, c.acknowledge...); err != nil {
+			e.close()
+			return nil, err
+		}
+		fmt.Fprintf(std.Stderr, "acknowledged %d interrupted tool call(s); the model will be told their outcome is unknown and that they were not re-run\n", len(c.acknowledge))
+	}
+	if hz := e.agent.Hazards(); len(hz) > 0 {
+		e.close()
+		return nil, &liteagent.HazardError{Session: id, Hazards: hz}
+	}
+	return e, nil
+}
+
+// switchWorkdir reopens the agent in the workdir session id was recorded
+// in, when that differs from this run's and still exists, so its tools and
+// restores act on the right files.
+func switchWorkdir(ctx context.Context, c *config, e *env, id string) (*env, error) {
+	info, err := e.agent.SessionInfo(ctx, id)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	if info.Workdir == "" || info.Workdir == e.agent.Workdir() {
+		return e, nil
+	}
+	if fi, err := os.Stat(info.Workdir); err != nil || !fi.IsDir() {
+		return e, nil
+	}
+	e.close()
+	return newAgent(ctx, c, info.Workdir, false, true)
+}
+
+// oneShotApproval allows the kinds of tools --allow names and denies the
+// rest, telling the user how to allow them.
+func oneShotApproval(allow []string, stderr io.Writer) liteagent.ApprovalFunc {
+	all := slices.Contains(allow, "all")
+	return func(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
+		switch {
+		case all,
+			req.Kind == tool.KindEdit && slices.Contains(allow, "edit"),
+			req.Kind == tool.KindExec && slices.Contains(allow, "bash"):
+			return liteagent.AllowOnce, nil
+		}
+		flag := "edit"
+		if req.Kind == tool.KindExec {
+			flag = "bash"
+		}
+		fmt.Fprintf(stderr, "denied %s (one-shot runs need --allow %s to let it run)\n", req.Tool, flag)
+		return liteagent.Deny, nil
+	}
+}
+
+func oneShot(ctx context.Context, c *config, std IO) error {
+	c.approve = oneShotApproval(c.allow, std.Stderr)
+	e, err := openSession(ctx, c, std)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	_, err = runTurn(ctx, e, c, std, c.prompt)
+	return err
+}
+
+// runTurn sends one prompt and prints what happens in the --output format.
+// The first interrupt cancels the turn.
+func runTurn(ctx context.Context, e *env, c *config, std IO, prompt string) (*liteagent.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-std.Interrupt:
+			fmt.Fprintln(std.Stderr, "\ncancelling the turn… (Ctrl-C again to quit)")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	updates, stop := e.agent.Subscribe()
+	p := &printer{out: std.Stdout, errw: std.Stderr, format: c.output}
+	done := make(chan struct{})
+	var until = make(chan int64, 1)
+	go func() {
+		defer close(done)
+		p.follow(updates, until)
+	}()
+	res, err := e.agent.Send(ctx, prompt)
+	until <- e.agent.Head()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	stop()
+	p.finish(res, err)
+	return res, err
+}
+
+// printer shows a turn's updates to people (text) or scripts (stream-json);
+// with json it prints only the final result.
+type printer struct {
+	out, errw io.Writer
+	format    string
+	midLine   bool // text was printed without a trailing newline
+}
+
+// follow prints updates until it has printed the event at the head sent on
+// until (the turn's last), or the channel closes.
+func (p *printer) follow(updates <-chan Update, until <-chan int64) {
+	target := int64(-1)
+	var last int64
+	for {
+		select {
+		case h := <-until:
+			target = h
+			if last >= target {
+				return
+			}
+		case u, ok := <-updates:
+			if !ok {
+				return
+			}
+			p.show(u)
+			if u.Event != nil {
+				last = u.Event.Seq
+				if target >= 0 && last >= target {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Update is the SDK's update type, named here for brevity.
+type Update = liteagent.Update
+
+func (p *printer) show(u Update) {
+	switch p.format {
+	case "json":
+		return
+	case "stream-json":
+		line := map[string]any{"session": u.Session}
+		if u.Delta != nil {
+			line["type"], line["delta"] = "delta", u.Delta
+		} else {
+			line["type"], line["event"] = "event", u.Event
+		}
+		b, _ := json.Marshal(line)
+		fmt.Fprintf(p.out, "%s\n", b)
+		return
+	}
+	if u.Delta != nil {
+		if u.Delta.Kind == "text" {
+			fmt.Fprint(p.out, u.Delta.Text)
+			p.midLine = !strings.HasSuffix(u.Delta.Text, "\n")
+		}
+		return
+	}
+	e := u.Event
+	switch e.Type {
+	case session.TypeAssistantMessage:
+		p.endLine()
+	case session.TypeToolStarted:
+		var s session.ToolStarted
+		if e.Decode(&s) == nil {
+			fmt.Fprintf(p.errw, "▸ %s %s\n", s.Tool, short(string(s.Input), 100))
+		}
+	case session.TypeToolFinished:
+		var f session.ToolFinished
+		if e.Decode(&f) == nil && !f.Denied {
+			mark := "✓"
+			if f.IsError {
+				mark = "✗"
+			}
+			fmt.Fprintf(p.errw, "  %s %s\n", mark, short(f.Output, 100))
+		}
+	}
+}
+
+func (p *printer) endLine() {
+	if p.midLine {
+		fmt.Fprintln(p.out)
+		p.midLine = false
+	}
+}
+
+// finish prints the end of a turn: the result object for json and
+// stream-json, a newline for text.
+func (p *printer) finish(res *liteagent.Result, err error) {
+	if p.format == "text" {
+		p.endLine()
+		return
+	}
+	out := map[string]any{"type": "result", "is_error": err != nil}
+	if res != nil {
+		out["session"], out["text"], out["stop_reason"], out["usage"] = res.Session, res.Text, res.StopReason, res.Usage
+		out["model_calls"], out["revision"] = res.ModelCalls, res.Head
+	}
+	if err != nil {
+		out["error"] = oneLine(err.Error())
+	}
+	b, _ := json.Marshal(out)
+	fmt.Fprintf(p.out, "%s\n", b)
+}
+
+// short returns s on one line, cut to n runes.
+func short(s string, n int) string {
+	s = oneLine(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+var errQuit = errors.New("quit")
