@@ -4,11 +4,11 @@
 package cli
 
 import (
-	liteagent "github.com/lite-agent/lite-agent"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	liteagent "github.com/lite-agent/lite-agent"
 	"io"
 	"strings"
 )
@@ -63,7 +63,7 @@ type config struct {
 	workdir   string
 
 	// Session operations: at most one per run.
-	resume, sessionInfo, recoveryInfo, checkpoints string
+	resume, sessionInfo, recoveryInfo, checkpoints   string
 	restore, fork, deleteSession, export, importFile string
 	sessions                                         bool
 	to                                               int64
@@ -288,4 +288,3 @@ Exit status:
   130  cancelled with Ctrl-C
 `)
 }
-

@@ -12,15 +12,15 @@ import (
 
 // sessionJSON is one session as --sessions prints it.
 type sessionJSON struct {
-	ID       string            `json:"id"`
-	Revision int64             `json:"revision"`
-	Messages int               `json:"messages"`
-	Status   session.Status    `json:"status"`
-	Title    string            `json:"title,omitempty"`
-	Created  time.Time         `json:"created"`
-	Updated  time.Time         `json:"updated"`
-	Hazards  int               `json:"hazards"`
-	Parent   *session.ForkRef  `json:"parent,omitempty"`
+	ID       string           `json:"id"`
+	Revision int64            `json:"revision"`
+	Messages int              `json:"messages"`
+	Status   session.Status   `json:"status"`
+	Title    string           `json:"title,omitempty"`
+	Created  time.Time        `json:"created"`
+	Updated  time.Time        `json:"updated"`
+	Hazards  int              `json:"hazards"`
+	Parent   *session.ForkRef `json:"parent,omitempty"`
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -58,20 +58,20 @@ func listSessions(ctx context.Context, c *config, std IO) error {
 
 // infoJSON is what --session-info prints.
 type infoJSON struct {
-	ID          string               `json:"id"`
-	Revision    int64                `json:"revision"`
-	Messages    int                  `json:"messages"`
-	Workspace   string               `json:"workspace"`
-	Workdir     string               `json:"workdir,omitempty"`
-	Model       string               `json:"model,omitempty"`
-	Status      session.Status       `json:"status"`
-	Title       string               `json:"title,omitempty"`
-	Created     time.Time            `json:"created"`
-	Updated     time.Time            `json:"updated"`
-	Parent      *session.ForkRef     `json:"parent,omitempty"`
-	Usage       session.Usage        `json:"usage"`
-	Checkpoints []checkpointJSON     `json:"checkpoints"`
-	Hazards     []hazardJSON         `json:"hazards"`
+	ID          string           `json:"id"`
+	Revision    int64            `json:"revision"`
+	Messages    int              `json:"messages"`
+	Workspace   string           `json:"workspace"`
+	Workdir     string           `json:"workdir,omitempty"`
+	Model       string           `json:"model,omitempty"`
+	Status      session.Status   `json:"status"`
+	Title       string           `json:"title,omitempty"`
+	Created     time.Time        `json:"created"`
+	Updated     time.Time        `json:"updated"`
+	Parent      *session.ForkRef `json:"parent,omitempty"`
+	Usage       session.Usage    `json:"usage"`
+	Checkpoints []checkpointJSON `json:"checkpoints"`
+	Hazards     []hazardJSON     `json:"hazards"`
 }
 
 type checkpointJSON struct {

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lite-agent/lite-agent/cli"
 	"github.com/charmbracelet/x/term"
+	"github.com/lite-agent/lite-agent/cli"
 )
 
 func main() {
