@@ -1,0 +1,111 @@
+// Package postgres is a checkpoint.Checkpointer that keeps session logs in a
+// PostgreSQL database, for sessions shared by many processes on many hosts.
+//
+//	s, err := postgres.Open(ctx, "postgres://agent:secret@db.internal:5432/agents", nil)
+//
+// Any number of Stores, in any number of processes and hosts, may share one
+// database: every append is a compare-and-set on the session's row, so a
+// writer whose view of a session is stale gets a *checkpoint.ConflictError
+// and writes nothing. It uses github.com/jackc/pgx/v5 with a pgxpool
+// connection pool, not database/sql.
+//
+// # Schema
+//
+// The tables live in the first schema of the connection's search_path
+// (normally public; add ?search_path=name to the URL for another). Open
+// creates and migrates them itself: the migrations are embedded in the
+// binary (migrations/NNNN_name.sql), each one applied in one transaction
+// under a transaction-scoped advisory lock keyed on the schema's name, so
+// several hosts starting at once do not race; the last one applied is
+// recorded in
+//
+//	schema_version (version integer PRIMARY KEY, name text, applied timestamptz)
+//
+// A database at a version newer than the build refuses to open. Version 1:
+//
+//	events (
+//	    session text,          -- the session id
+//	    seq     bigint,        -- 1, 2, 3 … with no gaps
+//	    type    text,          -- session.Type
+//	    time    timestamptz,   -- to the microsecond, read back in UTC
+//	    data    bytea,         -- the payload's bytes exactly as appended; NULL if none
+//	    PRIMARY KEY (session, seq)
+//	)
+//
+//	sessions (                 -- one row per session: what Head and List read
+//	    id         text PRIMARY KEY,
+//	    namespace  text,       -- indexed; List filters on it
+//	    kind       text,
+//	    head       bigint,     -- the last seq
+//	    messages   integer,
+//	    status     text,
+//	    created    timestamptz,
+//	    updated    timestamptz, -- List orders by updated DESC, id
+//	    summary    json,       -- the whole session.Summary
+//	    generation bigint,     -- random; new on creation and on every Truncate
+//	    etag       bigint      -- random; new on every write to the session
+//	) WITH (fillfactor = 50)
+//
+// The sessions row is the fold of the log by session.Summary.Apply, updated
+// in the same statement as the events are inserted, so it is never out of
+// step with them. Only columns that never change are indexed and half of
+// each page is kept free, so the update each append makes is a HOT update
+// that touches no index. There is no foreign key from events to sessions:
+// the two are always written and deleted together, and the key check would
+// cost every insert.
+//
+// # Appends
+//
+// An append is one statement: it inserts the session's row (a new session,
+// INSERT … ON CONFLICT DO NOTHING) or updates it only if head and etag are
+// still those the writer saw, and inserts the events only if that row
+// write took. The statement is atomic and row-locked, so the head check and
+// the seq allocation happen in one transaction; a writer that lost the race
+// sees "no row written" rather than an error, reads the row again, and
+// either reports a *checkpoint.ConflictError (the head moved) or tries
+// again (only the etag moved, for instance after a truncation back to the
+// same head). A Store caches the rows it wrote, so an append to a session
+// it is already writing costs one round trip.
+//
+// Appends from concurrent goroutines are group-committed
+// (checkpoint/internal/groupcommit): one pipeline, one implicit transaction,
+// one WAL flush, with one statement serving appends to several sessions at
+// once. Each append keeps its own check, so a conflict in one does not affect
+// the others. The leader of a commit waits a moment (a quarter of a recent
+// commit's time, at most a millisecond) while other Appends are on their
+// way, so that callers released by one commit join the next.
+//
+// Durability: the connections run with synchronous_commit = on (unless the
+// URL sets it), so an Append that returned nil is on the server's disk. If
+// the connection breaks, an append is retried for a few seconds; an append
+// whose reply was lost is recognised by the etag it wrote and never applied
+// twice. An Append that still fails says whether it may have been saved.
+//
+// # Reads
+//
+// Read fetches a log a page at a time (at most 4096 events or 4 MiB), each
+// page one statement that also returns the session's generation, and
+// fetches the next page while the caller works on the current one. No
+// connection is held while the caller runs. A Truncate or a re-creation
+// between two pages changes the generation, and the Read ends with an error
+// instead of mixing two logs. Head is one row; List reads only the sessions
+// table.
+//
+// Truncate locks the session's row (SELECT … FOR UPDATE), refolds the
+// summary from the kept events, deletes the rest and gives the session a
+// new generation and etag, in one transaction. Delete removes the row, then
+// the events, in one transaction.
+//
+// # Read-only stores
+//
+// Options.ReadOnly is for inspection: the connections default to read-only
+// transactions (default_transaction_read_only = on), the schema is checked
+// and never created or migrated, and every write returns
+// checkpoint.ErrReadOnly.
+//
+// # Errors
+//
+// Errors say what to do about the common failures (a wrong password, no
+// server at the address, a missing database or schema, a standby that only
+// reads, no connection slots) and never contain the URL's password.
+package postgres
