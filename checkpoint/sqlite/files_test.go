@@ -586,3 +586,66 @@ func TestMemoryStoresAreSeparate(t *testing.T) {
 		t.Fatal("a read-only in-memory store opened")
 	}
 }
+
+// TestDamagedDatabase overwrites pages in the middle of a database: every
+// call either works or fails with an error that says the file is damaged.
+func TestDamagedDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sessions.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := s.Append(t.Context(), "s", 0, []session.Event{startedIn("s", "ns")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if head, err = s.Append(t.Context(), "s", head, []session.Event{promptEvent(strings.Repeat(strconv.Itoa(i), 500))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 4*4096 {
+		t.Fatalf("database of %d bytes, too small to damage its middle", len(b))
+	}
+	for i := 4096; i < len(b); i++ { // everything but the header page
+		b[i] ^= 0x5a
+	}
+	writeFile(t, path, b)
+	failed := false
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			return
+		}
+		failed = true
+		t.Logf("%s: %v", what, err)
+		if !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want it to say %s is damaged", what, err, path)
+		}
+	}
+	for _, opts := range []*sqlite.Options{{ReadOnly: true}, nil} {
+		s, err := sqlite.Open(path, opts)
+		check("open", err)
+		if err != nil {
+			continue
+		}
+		_, err = s.List(t.Context(), "", checkpoint.ListOptions{})
+		check("list", err)
+		_, err = s.Head(t.Context(), "s")
+		check("head", err)
+		_, err = checkpoint.ReadAll(t.Context(), s, "s")
+		check("read", err)
+		s.Close()
+	}
+	if !failed {
+		t.Fatal("no call noticed the damage")
+	}
+}

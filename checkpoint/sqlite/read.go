@@ -154,7 +154,15 @@ func (s *Store) readError(err error) error {
 	if errors.Is(err, errPoolClosed) {
 		return checkpoint.ErrClosed
 	}
-	return err
+	return s.explain(err)
+}
+
+// listWhat names a listing in errors.
+func listWhat(namespace string) string {
+	if namespace == "" {
+		return "list every namespace"
+	}
+	return "list " + namespace
 }
 
 // newestFirst orders summaries as List returns them: most recently updated
@@ -202,11 +210,11 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 // index: no log, no JSON. opts.Limit is applied by the query.
 func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	if err := s.enter(); err != nil {
-		return nil, fmt.Errorf("list %s: %w", namespace, err)
+		return nil, fmt.Errorf("%s: %w", listWhat(namespace), err)
 	}
 	defer s.mu.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("list %s: %w", namespace, err)
+		return nil, fmt.Errorf("%s: %w", listWhat(namespace), err)
 	}
 	if s.empty {
 		return nil, nil
@@ -229,7 +237,7 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 	}
 	c, err := s.pool.get(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
+		return nil, fmt.Errorf("%s: %w", listWhat(namespace), s.readError(err))
 	}
 	defer s.pool.put(c, false)
 	var out []session.Summary
@@ -245,7 +253,7 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", namespace, s.readError(err))
+		return nil, fmt.Errorf("%s: %w", listWhat(namespace), s.readError(err))
 	}
 	// The subquery's order is the order group_concat sees the rows in, but
 	// SQL does not promise it: check it (cheap) and sort if ever needed.

@@ -43,11 +43,15 @@ var schemaVersion = int64(len(schemaSteps()))
 
 // version reads the database's application id, user version and whether it
 // holds any table.
-func version(ctx context.Context, c *conn) (app, ver int64, tables bool, err error) {
+func (s *Store) version(ctx context.Context, c *conn) (app, ver int64, tables bool, err error) {
 	dest := make([]driver.Value, 3)
-	if _, err := c.row(ctx, dest, `SELECT (SELECT application_id FROM pragma_application_id),
-		(SELECT user_version FROM pragma_user_version),
-		EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table')`); err != nil {
+	err = s.retry(ctx, func() error {
+		_, err := c.row(ctx, dest, `SELECT (SELECT application_id FROM pragma_application_id),
+			(SELECT user_version FROM pragma_user_version),
+			EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table')`)
+		return err
+	})
+	if err != nil {
 		return 0, 0, false, err
 	}
 	app, _ = dest[0].(int64)
@@ -74,7 +78,7 @@ func (s *Store) checkVersion(app, ver int64, tables bool) error {
 // Several processes may open a new database at once: the version is read
 // again under the write lock, so each step runs exactly once.
 func (s *Store) migrate(ctx context.Context, c *conn) error {
-	app, ver, tables, err := version(ctx, c)
+	app, ver, tables, err := s.version(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -85,7 +89,7 @@ func (s *Store) migrate(ctx context.Context, c *conn) error {
 		return nil
 	}
 	return s.inTx(ctx, c, func() error {
-		app, ver, tables, err := version(context.Background(), c)
+		app, ver, tables, err := s.version(context.Background(), c)
 		if err != nil {
 			return err
 		}
@@ -104,7 +108,7 @@ func (s *Store) migrate(ctx context.Context, c *conn) error {
 
 // checkReadable explains why a read-only store cannot read this database.
 func (s *Store) checkReadable(ctx context.Context, c *conn) error {
-	app, ver, tables, err := version(ctx, c)
+	app, ver, tables, err := s.version(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (s *Store) pragmas() string {
 func (s *Store) openMemory() error {
 	dsn := "file::memory:?" + s.pragmas()
 	s.pool = newPool(1, true, func() (driver.Conn, error) { return s.drv.Open(dsn) })
-	return s.setUp(false)
+	return s.setUp()
 }
 
 // openWritable checks path, creates the file if it is missing and opens
@@ -174,7 +174,7 @@ func (s *Store) openWritable() error {
 	// 0600); if it vanished since prepareFile, opening fails.
 	dsn := "file:" + uriPath(abs) + "?mode=rw&" + s.pragmas()
 	s.pool = newPool(8, true, func() (driver.Conn, error) { return s.drv.Open(dsn) })
-	if err := s.setUp(true); err != nil {
+	if err := s.setUp(); err != nil {
 		if created {
 			removeIfEmpty(abs)
 		}
@@ -324,7 +324,7 @@ func (s *Store) openReadOnly() error {
 		return s.drv.Open(dsn)
 	}
 	s.pool = newPool(4, false, open)
-	return s.setUp(false)
+	return s.setUp()
 }
 
 // exists reports whether a file exists at p.
@@ -349,13 +349,13 @@ func (e *missingError) Is(target error) bool {
 // setUp opens the first connection: it checks that the file is a database
 // this build can use and, for a writable store, switches it to WAL and
 // creates or migrates the schema.
-func (s *Store) setUp(writable bool) error {
+func (s *Store) setUp() error {
 	ctx := context.Background()
 	c, err := s.pool.get(ctx)
 	if err != nil {
 		return s.openError(err)
 	}
-	err = s.setUpConn(ctx, c, writable)
+	err = s.setUpConn(ctx, c)
 	s.pool.put(c, err != nil)
 	if err != nil {
 		s.pool.close()
@@ -364,16 +364,13 @@ func (s *Store) setUp(writable bool) error {
 	return nil
 }
 
-func (s *Store) setUpConn(ctx context.Context, c *conn, writable bool) error {
-	if !writable && !s.memory {
-		if err := s.checkReadable(ctx, c); err != nil {
-			return err
-		}
-		return nil
+func (s *Store) setUpConn(ctx context.Context, c *conn) error {
+	if s.readOnly {
+		return s.checkReadable(ctx, c)
 	}
 	// Refuse a file that is not ours before anything writes to it: even
 	// switching to WAL rewrites the header.
-	app, ver, tables, err := version(ctx, c)
+	app, ver, tables, err := s.version(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -422,10 +419,27 @@ const (
 	sqliteBusy     = 5
 	sqliteLocked   = 6
 	sqliteReadOnly = 8
+	sqliteIOErr    = 10
 	sqliteCorrupt  = 11
+	sqliteFull     = 13
 	sqliteCantOpen = 14
 	sqliteNotADB   = 26
 )
+
+// explain adds what to do to the SQLite errors a user can act on.
+func (s *Store) explain(err error) error {
+	switch code(err) & 0xff {
+	case sqliteFull:
+		return fmt.Errorf("the disk holding %s is full; free some space and try again: %w", s.path, err)
+	case sqliteIOErr:
+		return fmt.Errorf("input/output error on %s; check the disk and its file system: %w", s.path, err)
+	case sqliteReadOnly:
+		return fmt.Errorf("%s cannot be written (a read-only file, directory or file system); fix its permissions, or open it read-only to inspect it: %w", s.path, err)
+	case sqliteCorrupt, sqliteNotADB:
+		return fmt.Errorf("%s is damaged; restore it from a backup or move it away: %w", s.path, err)
+	}
+	return err
+}
 
 // code returns the SQLite result code in err, or 0.
 func code(err error) int {

@@ -171,14 +171,14 @@ var errGiveUp = errors.New("give up")
 
 // writeError wraps a batch failure for request r.
 func (s *Store) writeError(r *request, err error) error {
-	if errors.Is(err, errPoolClosed) {
-		err = checkpoint.ErrClosed
-	}
 	var gu giveUp
 	if errors.As(err, &gu) {
 		err = gu.err
 	}
-	return fmt.Errorf("%s %s: %w", r.op, r.id, err)
+	if errors.Is(err, errPoolClosed) {
+		err = checkpoint.ErrClosed
+	}
+	return fmt.Errorf("%s %s: %w", r.op, r.id, s.explain(err))
 }
 
 // giveUp wraps an error that matches errGiveUp.

@@ -440,3 +440,33 @@ func TestCloseBesideAReader(t *testing.T) {
 		t.Fatalf("after close: head %d, %v", sum.Head, err)
 	}
 }
+
+// codeError is a driver error with a SQLite result code.
+type codeError int
+
+func (e codeError) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e codeError) Code() int     { return int(e) }
+
+func TestExplain(t *testing.T) {
+	s := &Store{path: "/x/sessions.db"}
+	cases := []struct {
+		code int
+		want string
+	}{
+		{13, "the disk holding /x/sessions.db is full"},
+		{10 | 4<<8, "input/output error on /x/sessions.db"}, // SQLITE_IOERR_FSYNC
+		{8, "/x/sessions.db cannot be written"},
+		{11, "/x/sessions.db is damaged"},
+		{26, "/x/sessions.db is damaged"},
+		{1, "sqlite error 1"},
+	}
+	for _, tc := range cases {
+		err := s.explain(codeError(tc.code))
+		if !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("code %d: %q, want it to start with %q", tc.code, err, tc.want)
+		}
+		if code(err) != tc.code {
+			t.Errorf("code %d: the explained error lost the code", tc.code)
+		}
+	}
+}
