@@ -84,12 +84,16 @@ func Replay(events []Event) *State {
 
 // Apply folds one event into the state. Events whose payload does not decode
 // are counted in the summary and otherwise skipped; unknown types are skipped.
+// Each payload is decoded once, for both the summary and the state, and only
+// the fields replay uses are kept (a snapshot's content is checked, not
+// decoded).
 func (s *State) Apply(e Event) {
-	s.Summary.Apply(e)
 	switch e.Type {
 	case TypeUserPrompt:
 		var p UserPrompt
-		if e.Decode(&p) != nil {
+		ok := decodePrompt(e, &p)
+		s.Summary.apply(e, &facts{ok: ok, text: p.Text})
+		if !ok {
 			return
 		}
 		s.closeUnanswered(NotRun)
@@ -99,8 +103,9 @@ func (s *State) Apply(e Event) {
 		}
 		s.add(RoleUser, Block{Type: BlockText, Text: p.Text})
 	case TypeAssistantMessage:
+		s.Summary.apply(e, &facts{})
 		var p AssistantMessage
-		if e.Decode(&p) != nil {
+		if !decodeMessage(e, &p) {
 			return
 		}
 		s.closeUnanswered(NotRun)
@@ -113,7 +118,9 @@ func (s *State) Apply(e Event) {
 		}
 	case TypeToolStarted:
 		var p ToolStarted
-		if e.Decode(&p) != nil {
+		ok := decodeStarted(e, &p)
+		s.Summary.apply(e, &facts{ok: ok, callID: p.CallID})
+		if !ok {
 			return
 		}
 		if s.started == nil {
@@ -125,8 +132,9 @@ func (s *State) Apply(e Event) {
 			Seq: e.Seq, Started: e.Time, Paths: p.Paths,
 		})
 	case TypeFileSnapshot:
+		s.Summary.apply(e, &facts{})
 		var p FileSnapshot
-		if e.Decode(&p) != nil {
+		if !decodeSnapshot(e, &p) {
 			return
 		}
 		if s.snapped == nil {
@@ -134,17 +142,22 @@ func (s *State) Apply(e Event) {
 		}
 		s.snapped[p.Path] = true
 	case TypeRestored:
+		s.Summary.apply(e, &facts{})
 		clear(s.snapped)
 	case TypeToolFinished:
 		var p ToolFinished
-		if e.Decode(&p) != nil {
+		ok := decodeFinished(e, &p, true)
+		s.Summary.apply(e, &facts{ok: ok, callID: p.CallID})
+		if !ok {
 			return
 		}
 		s.dropHazard(p.CallID)
 		s.answer(p.CallID, p.Output, p.IsError)
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
-		if e.Decode(&p) != nil {
+		ok := e.Decode(&p) == nil
+		s.Summary.apply(e, &facts{ok: ok, callIDs: p.CallIDs})
+		if !ok {
 			return
 		}
 		for _, id := range p.CallIDs {
@@ -152,6 +165,7 @@ func (s *State) Apply(e Event) {
 			s.answer(id, UnknownOutcome, true)
 		}
 	case TypeTurnInterrupted:
+		s.Summary.apply(e, &facts{})
 		// Calls that never started will not run; calls that started and did
 		// not finish stay open as hazards until acknowledged.
 		var keep []string
@@ -163,6 +177,10 @@ func (s *State) Apply(e Event) {
 			s.addResult(id, NotRun, true)
 		}
 		s.unanswered = keep
+	default:
+		// session_started, turn_completed and types this version does not
+		// know: only the summary reads them.
+		s.Summary.Apply(e)
 	}
 }
 
@@ -246,6 +264,13 @@ func (s *State) Snapshotted(path string) bool { return s.snapped[path] }
 // ReviewToken is the token a user acknowledges an interrupted tool call
 // with. It is derived from the call, so it is stable across reads.
 func ReviewToken(callID string, seq int64) string {
-	sum := sha256.Sum256([]byte(callID + "@" + strconv.FormatInt(seq, 10)))
-	return "rv-" + hex.EncodeToString(sum[:6])
+	var buf [64]byte
+	b := append(buf[:0], callID...)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, seq, 10)
+	sum := sha256.Sum256(b)
+	var tok [3 + 2*6]byte
+	copy(tok[:], "rv-")
+	hex.Encode(tok[3:], sum[:6])
+	return string(tok[:])
 }

@@ -52,6 +52,46 @@ func Summarize(id string, events []Event) Summary {
 
 // Apply folds one event into the summary. Events must be applied in seq order.
 func (s *Summary) Apply(e Event) {
+	var f facts
+	switch e.Type {
+	case TypeSessionStarted:
+		var p SessionStarted
+		f.ok = e.Decode(&p) == nil
+		f.start = p
+	case TypeUserPrompt:
+		if s.Title == "" {
+			var p UserPrompt
+			f.ok = decodePrompt(e, &p)
+			f.text = p.Text
+		}
+	case TypeToolStarted:
+		var p ToolStarted
+		f.ok = decodeStarted(e, &p)
+		f.callID = p.CallID
+	case TypeToolFinished:
+		var p ToolFinished
+		f.ok = decodeFinished(e, &p, false)
+		f.callID = p.CallID
+	case TypeRecoveryAcknowledged:
+		var p RecoveryAcknowledged
+		f.ok = e.Decode(&p) == nil
+		f.callIDs = p.CallIDs
+	}
+	s.apply(e, &f)
+}
+
+// facts are what the summary reads from an event's payload, decoded by
+// Summary.Apply or, so that replay decodes each payload once, by State.Apply.
+type facts struct {
+	ok      bool           // the payload decoded
+	start   SessionStarted // session_started
+	text    string         // user_prompt: the text (needed while there is no title)
+	callID  string         // tool_started, tool_finished
+	callIDs []string       // recovery_acknowledged
+}
+
+// apply folds e, whose payload gave f, into the summary.
+func (s *Summary) apply(e Event, f *facts) {
 	if e.Seq > s.Head {
 		s.Head = e.Seq
 	}
@@ -63,8 +103,8 @@ func (s *Summary) Apply(e Event) {
 	}
 	switch e.Type {
 	case TypeSessionStarted:
-		var p SessionStarted
-		if e.Decode(&p) == nil {
+		if f.ok {
+			p := &f.start
 			if p.ID != "" {
 				s.ID = p.ID
 			}
@@ -76,28 +116,22 @@ func (s *Summary) Apply(e Event) {
 	case TypeUserPrompt:
 		s.Messages++
 		s.Status = StatusRunning
-		if s.Title == "" {
-			var p UserPrompt
-			if e.Decode(&p) == nil {
-				s.Title = Title(p.Text)
-			}
+		if s.Title == "" && f.ok {
+			s.Title = Title(f.text)
 		}
 	case TypeAssistantMessage:
 		s.Messages++
 	case TypeToolStarted:
-		var p ToolStarted
-		if e.Decode(&p) == nil {
-			s.Open = append(s.Open, p.CallID)
+		if f.ok {
+			s.Open = append(s.Open, f.callID)
 		}
 	case TypeToolFinished:
-		var p ToolFinished
-		if e.Decode(&p) == nil {
-			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return id == p.CallID })
+		if f.ok {
+			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return id == f.callID })
 		}
 	case TypeRecoveryAcknowledged:
-		var p RecoveryAcknowledged
-		if e.Decode(&p) == nil {
-			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return slices.Contains(p.CallIDs, id) })
+		if f.ok {
+			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return slices.Contains(f.callIDs, id) })
 		}
 	case TypeTurnCompleted:
 		s.Status = StatusCompleted
