@@ -542,6 +542,27 @@ func TestCancelDuringDeltaDelay(t *testing.T) {
 	}
 }
 
+func TestCancelDuringFirstByteDelay(t *testing.T) {
+	// An hour before the first byte: only cancellation ends this request.
+	srv := start(t, `{"replies": [{"text": "late", "delay_ms": 3600000}]}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// The request is logged before the delay starts.
+		for len(srv.Requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	client := openAIClient(t, srv)
+	stream := client.Chat.Completions.NewStreaming(ctx, openAIParams("hi"))
+	got := stream.Next()
+	stream.Close()
+	if got || !errors.Is(stream.Err(), context.Canceled) {
+		t.Errorf("Next = %v, err %v; want false and context.Canceled", got, stream.Err())
+	}
+}
+
 func TestParseScript(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -154,7 +154,7 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 	var (
 		resp    provider.Response
 		blocks  []*session.Block
-		inputs  []*strings.Builder // tool input JSON, by block
+		bufs    []*strings.Builder // by block: the text, or the tool input JSON
 		byIndex = map[int64]int{}  // the server's block index → ours; skipped blocks are absent
 		stopped bool
 	)
@@ -171,15 +171,16 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 			switch cb.Type {
 			case "text":
 				byIndex[ev.Index] = len(blocks)
-				blocks = append(blocks, &session.Block{Type: session.BlockText, Text: cb.Text})
-				inputs = append(inputs, nil)
+				blocks = append(blocks, &session.Block{Type: session.BlockText})
+				bufs = append(bufs, &strings.Builder{})
+				bufs[len(bufs)-1].WriteString(cb.Text)
 				if cb.Text != "" {
 					emit(provider.Delta{Index: len(blocks) - 1, Kind: provider.DeltaText, Text: cb.Text})
 				}
 			case "tool_use":
 				byIndex[ev.Index] = len(blocks)
 				blocks = append(blocks, &session.Block{Type: session.BlockToolUse, ID: cb.ID, Name: cb.Name})
-				inputs = append(inputs, &strings.Builder{})
+				bufs = append(bufs, &strings.Builder{})
 				emit(provider.Delta{Index: len(blocks) - 1, Kind: provider.DeltaToolInput, Name: cb.Name})
 			default:
 				// Thinking and server-side tool blocks are not part of a
@@ -190,15 +191,12 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 			if !ok {
 				continue
 			}
-			switch ev.Delta.Type {
-			case "text_delta":
-				blocks[i].Text += ev.Delta.Text
+			switch {
+			case ev.Delta.Type == "text_delta" && blocks[i].Type == session.BlockText:
+				bufs[i].WriteString(ev.Delta.Text)
 				emit(provider.Delta{Index: i, Kind: provider.DeltaText, Text: ev.Delta.Text})
-			case "input_json_delta":
-				if inputs[i] == nil {
-					continue
-				}
-				inputs[i].WriteString(ev.Delta.PartialJSON)
+			case ev.Delta.Type == "input_json_delta" && blocks[i].Type == session.BlockToolUse:
+				bufs[i].WriteString(ev.Delta.PartialJSON)
 				if ev.Delta.PartialJSON != "" {
 					emit(provider.Delta{Index: i, Kind: provider.DeltaToolInput, Text: ev.Delta.PartialJSON})
 				}
@@ -230,7 +228,9 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 	resp.Blocks = make([]session.Block, len(blocks))
 	for i, b := range blocks {
 		if b.Type == session.BlockToolUse {
-			b.Input = toolInput(inputs[i].String())
+			b.Input = toolInput(bufs[i].String())
+		} else {
+			b.Text = bufs[i].String()
 		}
 		resp.Blocks[i] = *b
 	}

@@ -179,7 +179,8 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 	var (
 		resp     provider.Response
 		blocks   []session.Block
-		textAt   = -1                    // the text block's index, once there is one
+		textAt   = -1 // the text block's index, once there is one
+		text     strings.Builder
 		calls    = map[int64]*toolCall{} // by the server's tool call index
 		order    []*toolCall
 		finish   string
@@ -197,13 +198,13 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 			if ch.Index != 0 {
 				continue // only one choice is asked for
 			}
-			if text := ch.Delta.Content; text != "" {
+			if content := ch.Delta.Content; content != "" {
 				if textAt < 0 {
 					textAt = len(blocks)
 					blocks = append(blocks, session.Block{Type: session.BlockText})
 				}
-				blocks[textAt].Text += text
-				emit(provider.Delta{Index: textAt, Kind: provider.DeltaText, Text: text})
+				text.WriteString(content)
+				emit(provider.Delta{Index: textAt, Kind: provider.DeltaText, Text: content})
 			}
 			for _, frag := range ch.Delta.ToolCalls {
 				tc := calls[frag.Index]
@@ -243,6 +244,9 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 		// The body ended without a finish reason: a proxy or the server
 		// dropped the rest.
 		return provider.Response{}, &provider.TransientError{Err: errors.New("openai: the response stream ended before the answer was complete (the connection was cut); try again")}
+	}
+	if textAt >= 0 {
+		blocks[textAt].Text = text.String()
 	}
 	for _, tc := range order {
 		b := &blocks[tc.block]
