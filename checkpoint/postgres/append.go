@@ -548,17 +548,35 @@ func statements(plans []plan, solo bool) []statement {
 		}
 		return out
 	}
-	layer := make(map[string]int, len(plans))
+	// Appends go to the first statement after the last one holding their
+	// session, unless that statement's data would pass statementBytes.
+	last := make(map[string]int, len(plans))
+	var size []int
 	for _, p := range plans {
-		l := layer[p.r.id]
-		layer[p.r.id] = l + 1
+		n := 0
+		for _, e := range p.r.events {
+			n += len(e.Data)
+		}
+		l := 0
+		if prev, ok := last[p.r.id]; ok {
+			l = prev + 1
+		}
+		for l < len(out) && size[l] > 0 && size[l]+n > statementBytes {
+			l++
+		}
 		if l == len(out) {
-			out = append(out, statement{})
+			out, size = append(out, statement{}), append(size, 0)
 		}
 		out[l].plans = append(out[l].plans, p)
+		size[l] += n
+		last[p.r.id] = l
 	}
 	return out
 }
+
+// statementBytes caps the event data one statement carries when it serves
+// several appends, well below the 1 GB PostgreSQL allows in one message.
+const statementBytes = 32 << 20
 
 // errSolo asks for a round to be repeated with one statement per append: a
 // statement serving several appends was refused, and only a statement of
