@@ -72,8 +72,10 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
-// New returns a provider. It fails only on a malformed BaseURL; a missing
-// API key for the official API is reported by Stream.
+// New returns a provider. It fails only on bad options (a malformed
+// BaseURL, a negative MaxTokens); a missing API key for the official API
+// is reported by Stream, so a provider can be built before a key is
+// needed.
 func New(opts *Options) (*Provider, error) {
 	var o Options
 	if opts != nil {
