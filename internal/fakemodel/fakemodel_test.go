@@ -450,6 +450,40 @@ func TestScriptEnd(t *testing.T) {
 	}
 }
 
+func TestRefusedRequests(t *testing.T) {
+	tests := []struct {
+		name, method, path, body string
+		wantStatus               int
+		wantMsg                  string
+	}{
+		{"not streaming", "POST", "/v1/messages", `{"model": "m", "messages": []}`, 400, `send "stream": true`},
+		{"not JSON", "POST", "/v1/chat/completions", `{"model": `, 400, "not a Chat Completions request"},
+		{"unknown path", "POST", "/v1/complete", `{}`, 404, "use POST /v1/messages (Anthropic) or POST /v1/chat/completions (OpenAI)"},
+		{"wrong method", "GET", "/v1/messages", ``, 405, "no endpoint GET /v1/messages"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := start(t, `{"replies": [{"text": "kept for a proper request"}]}`)
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, srv.URL()+tt.path, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := httpClient(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if msg := errorMessage(t, string(b)); res.StatusCode != tt.wantStatus || !strings.Contains(msg, tt.wantMsg) {
+				t.Errorf("%d %q; want %d with %q", res.StatusCode, msg, tt.wantStatus, tt.wantMsg)
+			}
+			if srv.Remaining() != 1 {
+				t.Errorf("a refused request used a reply")
+			}
+		})
+	}
+}
+
 func TestRequestLog(t *testing.T) {
 	script, err := fakemodel.ParseScript([]byte(`{"replies": [{"text": "a"}, {"fault": {"kind": "auth"}}]}`))
 	if err != nil {

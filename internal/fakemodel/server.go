@@ -236,18 +236,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// Refused before a reply is used, so the script stays in step.
+	if !v.stream {
+		entry.Status = http.StatusBadRequest
+		s.record(&entry, "")
+		writeError(w, format, http.StatusBadRequest, FaultBadRequest, `fakemodel: only streaming requests are served; send "stream": true`, entry.Seq)
+		return
+	}
+
 	reply, index, failure := s.pick(v, body)
 	entry.Reply = index
 	if failure != "" {
 		entry.Status = http.StatusBadRequest
 		s.record(&entry, failure)
 		writeError(w, format, http.StatusBadRequest, FaultBadRequest, failure, entry.Seq)
-		return
-	}
-	if !v.stream {
-		entry.Status = http.StatusBadRequest
-		s.record(&entry, "")
-		writeError(w, format, http.StatusBadRequest, FaultBadRequest, `fakemodel: only streaming requests are served; send "stream": true`, entry.Seq)
 		return
 	}
 
