@@ -102,6 +102,9 @@ func checkStorable(id string, events []session.Event) error {
 	if !storableText(id) {
 		return fmt.Errorf("append %q: %w: a session id must be valid UTF-8 without NUL bytes", id, checkpoint.ErrInvalid)
 	}
+	if len(id) > maxKeyBytes {
+		return fmt.Errorf("append %.40s…: %w: a session id of %d bytes is longer than the %d this store indexes", id, checkpoint.ErrInvalid, len(id), maxKeyBytes)
+	}
 	for i := range events {
 		e := &events[i]
 		if !storableText(string(e.Type)) {
@@ -114,6 +117,10 @@ func checkStorable(id string, events []session.Event) error {
 	}
 	return nil
 }
+
+// maxKeyBytes bounds the indexed text columns (session ids, namespaces): a
+// B-tree entry must fit in a third of a page.
+const maxKeyBytes = 1024
 
 func storableText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
@@ -422,6 +429,9 @@ func storableSummary(sum session.Summary) error {
 		if !storableText(f) {
 			return fmt.Errorf("%w: the session_started event names a namespace or kind with a NUL byte", checkpoint.ErrInvalid)
 		}
+	}
+	if len(sum.Namespace) > maxKeyBytes {
+		return fmt.Errorf("%w: a namespace of %d bytes is longer than the %d this store indexes", checkpoint.ErrInvalid, len(sum.Namespace), maxKeyBytes)
 	}
 	return nil
 }

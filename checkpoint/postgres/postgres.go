@@ -22,6 +22,10 @@ var _ checkpoint.Checkpointer = (*Store)(nil)
 // resumed, so content this large belongs outside the log.
 const DefaultMaxEventBytes = 64 << 20
 
+// MaxEventBytesLimit is the largest Options.MaxEventBytes Open accepts,
+// well below the 1 GB PostgreSQL stores in one value.
+const MaxEventBytesLimit = 512 << 20
+
 // DefaultConnectTimeout bounds each connection attempt when the URL does not
 // set connect_timeout, so an unreachable host fails instead of hanging.
 const DefaultConnectTimeout = 10 * time.Second
@@ -37,7 +41,8 @@ type Options struct {
 	// (the larger of 4 and the number of CPUs). The URL's pool_max_conns
 	// wins over it.
 	MaxConns int32
-	// MaxEventBytes caps one event's data; 0 means DefaultMaxEventBytes.
+	// MaxEventBytes caps one event's data; 0 means DefaultMaxEventBytes,
+	// and at most MaxEventBytesLimit.
 	MaxEventBytes int
 	// ConnectTimeout bounds each connection attempt; 0 means the URL's
 	// connect_timeout, or DefaultConnectTimeout if the URL has none.
@@ -120,8 +125,11 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		params["default_transaction_read_only"] = "on"
 	}
 	maxEvent := opts.MaxEventBytes
-	if maxEvent <= 0 {
+	switch {
+	case maxEvent == 0:
 		maxEvent = DefaultMaxEventBytes
+	case maxEvent < 0 || maxEvent > MaxEventBytesLimit:
+		return nil, fmt.Errorf("open postgres: %w: Options.MaxEventBytes %d is out of range; use 0 for the default (%d) or a limit up to %d", checkpoint.ErrInvalid, maxEvent, DefaultMaxEventBytes, MaxEventBytesLimit)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
