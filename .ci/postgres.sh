@@ -73,7 +73,7 @@ _lite_pg_install() {
 	fi
 	_lite_pg_log "installing PostgreSQL from Debian's packages"
 	"${sudo[@]}" apt-get update -qq || return 1
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends postgresql >/dev/null || return 1
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null || return 1
 }
 
 # _lite_pg_port_free reports whether nothing listens on 127.0.0.1:$1.
