@@ -11,22 +11,44 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-const helpText = `Keys:
-  enter        send the prompt (during a turn: queue it)
-  alt+enter    new line (also shift+enter, ctrl+j)
-  up / down    previous / next prompt (on the first / last line)
-  pgup / pgdn  scroll the transcript
-  esc          cancel the running turn
-  ctrl+c       cancel the turn; twice: quit
-  y / a / n    allow a tool call once / for this session / deny it
-Commands:
-  /sessions    switch to another session of this workspace
-  /checkpoints rewind the session and its files to before a prompt
-  /rewind SEQ  rewind to checkpoint SEQ
-  /fork [SEQ]  continue in a copy of this session (up to SEQ)
-  /new         start a new session
-  /help        this help
-  /exit        quit`
+// help lists the keys and commands, in two columns when the screen is
+// wide enough.
+var help = []struct{ key, what string }{
+	{"Keys:", ""},
+	{"enter", "send the prompt (during a turn: queue it)"},
+	{"alt+enter", "new line (also shift+enter, ctrl+j)"},
+	{"up / down", "previous / next prompt (on the first / last line)"},
+	{"pgup / pgdn", "scroll the transcript"},
+	{"esc", "cancel the running turn"},
+	{"ctrl+c", "cancel the turn; twice: quit"},
+	{"y / a / n", "allow a tool call once / for this session / deny it"},
+	{"Commands:", ""},
+	{"/sessions", "switch to another session of this workspace"},
+	{"/checkpoints", "rewind the session and its files to before a prompt"},
+	{"/rewind SEQ", "rewind to checkpoint SEQ"},
+	{"/fork [SEQ]", "continue in a copy of this session (up to SEQ)"},
+	{"/new", "start a new session"},
+	{"/help", "this help"},
+	{"/exit", "quit"},
+}
+
+func helpText(w int) string {
+	var b strings.Builder
+	for i, h := range help {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch {
+		case h.what == "":
+			b.WriteString(h.key)
+		case w >= 60:
+			fmt.Fprintf(&b, "  %-13s%s", h.key, h.what)
+		default:
+			fmt.Fprintf(&b, "  %s\n      %s", h.key, h.what)
+		}
+	}
+	return b.String()
+}
 
 // resultMsg carries the outcome of a session operation run in a command
 // goroutine; apply runs on the UI goroutine.
@@ -109,7 +131,7 @@ func (m *model) command(line string) tea.Cmd {
 		m.quitting = true
 		return nil
 	case "/help":
-		m.tr.notice(helpText)
+		m.tr.notice(helpText(m.width))
 		return nil
 	}
 	if m.busy || m.op != "" {
@@ -257,44 +279,48 @@ func (m *model) reviewHazards(hz []session.Hazard) tea.Cmd {
 }
 
 func (m *model) listSessions() tea.Cmd {
-	a, current := m.agent, m.sessionID
+	a := m.agent
 	return m.do("listing sessions", func(ctx context.Context) func(*model) tea.Cmd {
 		list, err := a.ListSessions(ctx)
 		if err != nil {
 			return failed("list sessions", err)
 		}
-		return func(m *model) tea.Cmd {
-			if len(list) == 0 {
-				m.tr.notice("no sessions in this workspace yet")
-				return nil
-			}
-			items := make([]pickItem, len(list))
-			for i, s := range list {
-				title := s.Title
-				if title == "" {
-					title = "(no prompt yet)"
-				}
-				detail := fmt.Sprintf("%s · %d message%s · %s", s.Updated.In(m.loc).Format("2006-01-02 15:04"), s.Messages, plural(s.Messages), s.ID)
-				mark := " "
-				if n := s.Hazards(); n > 0 {
-					mark = "!"
-					detail += fmt.Sprintf(" · %d interrupted tool call%s to review", n, plural(n))
-				}
-				if s.ID == current {
-					detail += " · current"
-				}
-				items[i] = pickItem{id: s.ID, title: title, detail: detail, mark: mark}
-			}
-			m.openPicker(&picker{
-				title: "sessions in " + m.workspace(),
-				hint:  "↑↓ move · type to filter · enter load · esc close",
-				items: items,
-				pick: func(it pickItem) tea.Cmd {
-					return m.loadCmd(it.id, true, "loaded session "+it.id)
-				},
-			})
-			return nil
+		return func(m *model) tea.Cmd { m.showSessions(list); return nil }
+	})
+}
+
+// showSessions opens the picker of the workspace's sessions.
+func (m *model) showSessions(list []session.Summary) {
+	if len(list) == 0 {
+		m.tr.notice("no sessions in this workspace yet")
+		return
+	}
+	current := m.sessionID
+	items := make([]pickItem, len(list))
+	for i, s := range list {
+		title := s.Title
+		if title == "" {
+			title = "(no prompt yet)"
 		}
+		detail := fmt.Sprintf("%s · %d message%s", s.Updated.In(m.loc).Format("2006-01-02 15:04"), s.Messages, plural(s.Messages))
+		mark := " "
+		if n := s.Hazards(); n > 0 {
+			mark = "!"
+			detail += fmt.Sprintf(" · %d interrupted tool call%s", n, plural(n))
+		}
+		if s.ID == current {
+			detail += " · current"
+		}
+		detail += " · " + s.ID
+		items[i] = pickItem{id: s.ID, title: title, detail: detail, mark: mark}
+	}
+	m.openPicker(&picker{
+		title: "sessions in " + m.workspace(),
+		hint:  "↑↓ move · type to filter · enter load · esc close",
+		items: items,
+		pick: func(it pickItem) tea.Cmd {
+			return m.loadCmd(it.id, true, "loaded session "+it.id)
+		},
 	})
 }
 
@@ -305,27 +331,30 @@ func (m *model) listCheckpoints() tea.Cmd {
 		if err != nil {
 			return failed("list checkpoints", err)
 		}
-		return func(m *model) tea.Cmd {
-			if len(cps) == 0 {
-				m.tr.notice("this session has no checkpoints yet: each prompt makes one")
-				return nil
-			}
-			items := make([]pickItem, len(cps))
-			for i, cp := range cps {
-				items[i] = pickItem{seq: cp.Seq, title: oneLine(cp.Prompt), mark: " ",
-					detail: fmt.Sprintf("revision %d · %s", cp.Seq, cp.Time.In(m.loc).Format("2006-01-02 15:04:05"))}
-			}
-			p := &picker{
-				title: "checkpoints: rewind to before a prompt",
-				hint:  "↑↓ move · type to filter · enter preview · esc close",
-				items: items,
-				pick:  func(it pickItem) tea.Cmd { return m.plan(it.seq, it.title) },
-			}
-			m.openPicker(p)
-			p.cursor = len(p.shown) - 1
-			return nil
-		}
+		return func(m *model) tea.Cmd { m.showCheckpoints(cps); return nil }
 	})
+}
+
+// showCheckpoints opens the picker of the session's prompts, the latest
+// selected.
+func (m *model) showCheckpoints(cps []session.Checkpoint) {
+	if len(cps) == 0 {
+		m.tr.notice("this session has no checkpoints yet: each prompt makes one")
+		return
+	}
+	items := make([]pickItem, len(cps))
+	for i, cp := range cps {
+		items[i] = pickItem{seq: cp.Seq, title: oneLine(cp.Prompt), mark: " ",
+			detail: fmt.Sprintf("revision %d · %s", cp.Seq, cp.Time.In(m.loc).Format("2006-01-02 15:04:05"))}
+	}
+	p := &picker{
+		title: "checkpoints: rewind to before a prompt",
+		hint:  "↑↓ move · type to filter · enter preview · esc close",
+		items: items,
+		pick:  func(it pickItem) tea.Cmd { return m.plan(it.seq, it.title) },
+	}
+	m.openPicker(p)
+	p.cursor = len(p.shown) - 1
 }
 
 // plan shows what rewinding to seq would do (a dry run) and asks.
@@ -336,38 +365,40 @@ func (m *model) plan(seq int64, prompt string) tea.Cmd {
 		if err != nil {
 			return failed("rewind", err)
 		}
-		return func(m *model) tea.Cmd {
-			var body []string
-			if len(plan.Files) == 0 {
-				body = append(body, "no files to put back")
-			}
-			for _, f := range plan.Files {
-				body = append(body, f.Action+" "+f.Path)
-			}
-			for _, d := range plan.Drift {
-				body = append(body, "changed since the session left it: "+d)
-			}
-			for _, n := range plan.NotUndone {
-				body = append(body, "cannot undo (ran a command): "+n)
-			}
-			what := fmt.Sprintf("revision %d", seq)
-			if prompt != "" {
-				what = fmt.Sprintf("before “%s” (revision %d)", short(prompt, 60), seq)
-			}
-			q := "Rewind the session and these files to " + what + "?"
-			keys := "y rewind · n keep everything as it is"
-			force := len(plan.Drift) > 0
-			if force {
-				q = "Some files changed since the session left them. Overwrite them and rewind to " + what + "?"
-				keys = "y overwrite and rewind · n keep everything as it is"
-			}
-			m.ask(&confirm{
-				title: "rewind", body: body, question: q, keys: keys,
-				yes: func() tea.Cmd { return m.restore(seq, force) },
-				no:  func() tea.Cmd { m.tr.notice("not rewound"); return nil },
-			})
-			return nil
-		}
+		return func(m *model) tea.Cmd { m.showPlan(seq, prompt, plan); return nil }
+	})
+}
+
+// showPlan shows a dry run's plan and asks to rewind.
+func (m *model) showPlan(seq int64, prompt string, plan *liteagent.RestoreResult) {
+	var body []string
+	if len(plan.Files) == 0 {
+		body = append(body, "no files to put back")
+	}
+	for _, f := range plan.Files {
+		body = append(body, f.Action+" "+f.Path)
+	}
+	for _, d := range plan.Drift {
+		body = append(body, "changed since the session left it: "+d)
+	}
+	for _, n := range plan.NotUndone {
+		body = append(body, "cannot undo (ran a command): "+n)
+	}
+	what := fmt.Sprintf("revision %d", seq)
+	if prompt != "" {
+		what = fmt.Sprintf("before “%s” (revision %d)", short(prompt, 60), seq)
+	}
+	q := "Rewind the session and these files to " + what + "?"
+	keys := "y rewind · n keep everything as it is"
+	force := len(plan.Drift) > 0
+	if force {
+		q = "Some files changed since the session left them. Overwrite them and rewind to " + what + "?"
+		keys = "y overwrite and rewind · n keep everything as it is"
+	}
+	m.ask(&confirm{
+		title: "rewind", body: body, question: q, keys: keys,
+		yes: func() tea.Cmd { return m.restore(seq, force) },
+		no:  func() tea.Cmd { m.tr.notice("not rewound"); return nil },
 	})
 }
 

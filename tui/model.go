@@ -297,8 +297,8 @@ func (m *model) applyUpdates(us updatesMsg) tea.Cmd {
 // scheduleMD renders e's Markdown off the UI goroutine: one render at a
 // time, at most one per mdInterval.
 func (m *model) scheduleMD(e *entry) tea.Cmd {
-	if e.kind != kindAssistant || e.md.inflight || e.md.ticking {
-		return nil
+	if e.kind != kindAssistant || e.md.inflight || e.md.ticking || !e.async && len(e.text) <= syncMDLimit {
+		return nil // short answers that were not streamed are rendered as they are drawn
 	}
 	w := m.width
 	if e.md.lines != nil && e.md.width == w && e.md.version == e.version {
@@ -312,9 +312,9 @@ func (m *model) scheduleMD(e *entry) tea.Cmd {
 		return tea.Tick(wait, func(time.Time) tea.Msg { return mdTickMsg{e} })
 	}
 	e.md.inflight, e.md.started = true, m.now()
-	text, version, style := e.text, e.version, m.theme.mdStyle
+	text, version, th := e.text, e.version, m.theme
 	return func() tea.Msg {
-		r, err := newGlamour(style, w)
+		r, err := newGlamour(&th, w)
 		var lines []string
 		if err != nil {
 			lines = prefixed(wrap(text, w-2), "  ", "  ", lipgloss.NewStyle())

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"charm.land/glamour/v2"
+	gansi "charm.land/glamour/v2/ansi"
+	"charm.land/glamour/v2/styles"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -20,17 +22,18 @@ type theme struct {
 	user, mark, dim, err, warn, ok, add, del, tool, key, sel, status, rule lipgloss.Style
 
 	mdStyle string // glamour's standard style
+	mdJSON  []byte // or a style of its own (without colour)
 }
 
 func newTheme(color bool) theme {
-	t := theme{color: color, mdStyle: "notty"}
+	t := theme{color: color, mdStyle: styles.DarkStyle}
 	plain := lipgloss.NewStyle()
 	t.user, t.mark, t.dim, t.err, t.warn, t.ok = plain, plain, plain, plain, plain, plain
 	t.add, t.del, t.tool, t.key, t.sel, t.status, t.rule = plain, plain, plain, plain, plain, plain, plain
 	if !color {
+		t.mdJSON = colorless(styles.DarkStyleConfig)
 		return t
 	}
-	t.mdStyle = "dark"
 	if s := os.Getenv("GLAMOUR_STYLE"); s != "" {
 		t.mdStyle = s
 	}
@@ -79,7 +82,7 @@ func (m *model) renderEntry(e *entry, w int) (lines []string, provisional bool) 
 		if e.md.lines != nil && e.md.width == w && e.md.version == e.version {
 			return e.md.lines, false
 		}
-		if !e.live && !e.md.inflight && len(e.text) <= syncMDLimit {
+		if !e.async && !e.md.inflight && len(e.text) <= syncMDLimit {
 			e.md = mdState{lines: m.markdown(e.text, w), width: w, version: e.version}
 			return e.md.lines, false
 		}
@@ -99,7 +102,7 @@ func (m *model) renderEntry(e *entry, w int) (lines []string, provisional bool) 
 // markdown renders text with glamour at width w, on the calling goroutine.
 func (m *model) markdown(text string, w int) []string {
 	if m.glam == nil || m.glamWidth != w {
-		r, err := newGlamour(m.theme.mdStyle, w)
+		r, err := newGlamour(&m.theme, w)
 		if err != nil {
 			return prefixed(wrap(text, w-2), "  ", "  ", lipgloss.NewStyle())
 		}
@@ -108,8 +111,49 @@ func (m *model) markdown(text string, w int) []string {
 	return renderMarkdown(m.glam, text, w)
 }
 
-func newGlamour(style string, w int) (*glamour.TermRenderer, error) {
-	return glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(max(w, 10)))
+func newGlamour(th *theme, w int) (*glamour.TermRenderer, error) {
+	style := glamour.WithStandardStyle(th.mdStyle)
+	if th.mdJSON != nil {
+		style = glamour.WithStylesFromJSONBytes(th.mdJSON)
+	}
+	return glamour.NewTermRenderer(style, glamour.WithWordWrap(max(w, 10)))
+}
+
+// colorless returns a glamour style as JSON without its colours (and
+// without syntax highlighting), keeping bold, italics and layout: NO_COLOR
+// asks for no colour, not for raw Markdown.
+func colorless(cfg gansi.StyleConfig) []byte {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return nil
+	}
+	var strip func(v any)
+	strip = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			delete(x, "color")
+			delete(x, "background_color")
+			delete(x, "chroma")
+			delete(x, "theme")
+			for _, y := range x {
+				strip(y)
+			}
+		case []any:
+			for _, y := range x {
+				strip(y)
+			}
+		}
+	}
+	strip(v)
+	b, err = json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // renderMarkdown renders with r and trims the blank lines glamour puts
@@ -201,24 +245,40 @@ func (m *model) renderTool(c *toolCall, w int) []string {
 	return lines
 }
 
-// fold shows the first resultLines lines of out, cut to the width.
+// fold shows the first resultLines lines of out, wrapped to the width.
 func fold(out string, w int, st lipgloss.Style) []string {
-	out = strings.TrimRight(out, "\n")
+	out = strings.TrimRight(ansi.Strip(out), "\n")
 	if out == "" {
 		return []string{st.Render("  ⎿ (no output)")}
 	}
-	all := strings.Split(out, "\n")
-	var lines []string
-	for i, l := range all {
-		if i == resultLines {
-			lines = append(lines, st.Render(fmt.Sprintf("    … %d more line%s", len(all)-i, plural(len(all)-i))))
+	raw := strings.Split(out, "\n")
+	var rows []string
+	used := 0 // raw lines wrapped into rows
+	for _, l := range raw {
+		if len(rows) >= resultLines {
 			break
 		}
+		if limit := 4 * w * resultLines; len(l) > limit {
+			l = strings.ToValidUTF8(l[:limit], "") // wrapping more would be wasted
+		}
+		rows = append(rows, wrap(l, w-4)...)
+		used++
+	}
+	more := len(raw) - used
+	if len(rows) > resultLines {
+		rows = rows[:resultLines]
+		more++ // the last one is cut
+	}
+	lines := make([]string, 0, len(rows)+1)
+	for i, l := range rows {
 		p := "    "
 		if i == 0 {
 			p = "  ⎿ "
 		}
-		lines = append(lines, st.Render(ansi.Truncate(p+expandTabs(ansi.Strip(l)), w, "…")))
+		lines = append(lines, st.Render(p+l))
+	}
+	if more > 0 {
+		lines = append(lines, st.Render(fmt.Sprintf("    … %d more line%s", more, plural(more))))
 	}
 	return lines
 }
@@ -329,12 +389,49 @@ func prefixed(lines []string, first, rest string, st lipgloss.Style) []string {
 	return out
 }
 
-// wrap wraps plain text at w columns (words, then hard), keeping its line
-// breaks.
+// wrap wraps plain text at w columns, at spaces (a word longer than a line
+// is cut), keeping its line breaks and each line's indentation.
 func wrap(s string, w int) []string {
 	w = max(w, 4)
-	s = expandTabs(strings.TrimRight(s, "\n"))
-	return strings.Split(ansi.Wrap(s, w, ""), "\n")
+	var out []string
+	for _, line := range strings.Split(expandTabs(strings.TrimRight(s, "\n")), "\n") {
+		line = strings.TrimRight(line, " ")
+		if ansi.StringWidth(line) <= w {
+			out = append(out, line)
+			continue
+		}
+		body := strings.TrimLeft(line, " ")
+		indent := line[:min(len(line)-len(body), w/2)]
+		iw := len(indent)
+		cur, curW := indent, iw
+		for _, word := range strings.Fields(body) {
+			ww := ansi.StringWidth(word)
+			if curW > iw && curW+1+ww > w {
+				out = append(out, cur)
+				cur, curW = indent, iw
+			}
+			if ww > w-iw {
+				if curW > iw {
+					out = append(out, cur)
+				}
+				pieces := strings.Split(ansi.Hardwrap(word, w-iw, true), "\n")
+				for _, p := range pieces[:len(pieces)-1] {
+					out = append(out, indent+p)
+				}
+				word = pieces[len(pieces)-1]
+				cur, curW = indent, iw
+				ww = ansi.StringWidth(word)
+			}
+			if curW > iw {
+				cur += " "
+				curW++
+			}
+			cur += word
+			curW += ww
+		}
+		out = append(out, cur)
+	}
+	return out
 }
 
 func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }

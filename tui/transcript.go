@@ -52,7 +52,8 @@ type entry struct {
 	tool    *toolCall
 	version int
 
-	live bool // the answer being streamed
+	live  bool // the answer being streamed
+	async bool // its Markdown is rendered off the UI goroutine (it was streamed)
 
 	// lines caches the rendering at linesWidth, linesVersion.
 	lines        []string
@@ -102,7 +103,7 @@ func (t *transcript) delta(d provider.Delta) *entry {
 		return nil // tool inputs are shown once the message is complete
 	}
 	if t.live == nil {
-		t.live = t.add(&entry{kind: kindAssistant, live: true})
+		t.live = t.add(&entry{kind: kindAssistant, live: true, async: true})
 	}
 	t.live.text += d.Text
 	t.live.touch()

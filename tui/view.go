@@ -127,6 +127,8 @@ func (m *model) activity(below bool) string {
 			s += fmt.Sprintf(" · %d queued", n)
 		}
 		s += th.dim.Render(" · esc to cancel")
+	case m.mode == modeConfirm || len(m.asks) > 0:
+		s = th.dim.Render("pgup/pgdn scroll")
 	default:
 		s = th.dim.Render("enter send · alt+enter newline · ↑↓ history · pgup/pgdn scroll · /help")
 	}
@@ -166,15 +168,20 @@ func (m *model) status() string {
 		}
 		return " " + strings.Join(kept, " · ") + " "
 	}
-	// Narrow screens: shorten the id, then the workspace, then drop the model.
-	if ansi.StringWidth(line()) > m.width && len(id) > 12 {
-		parts[0] = id[:12] + "…"
+	// Narrow screens: shorten the id and the workspace, drop the model,
+	// then abbreviate.
+	steps := []func(){
+		func() { parts[0] = cut(id, 13) },
+		func() { parts[4] = filepath.Base(m.workspace()) },
+		func() { parts[2] = "" },
+		func() { parts[0], parts[1] = cut(id, 9), "r"+itoa(m.tr.head) },
+		func() { parts[3] = strings.Replace(parts[3], "tokens", "tok", 1) },
 	}
-	if ansi.StringWidth(line()) > m.width {
-		parts[4] = filepath.Base(m.workspace())
-	}
-	if ansi.StringWidth(line()) > m.width {
-		parts[2] = ""
+	for _, step := range steps {
+		if ansi.StringWidth(line()) <= m.width {
+			break
+		}
+		step()
 	}
 	s := ansi.Truncate(line(), m.width, "…")
 	if m.theme.color {
@@ -182,6 +189,9 @@ func (m *model) status() string {
 	}
 	return m.theme.status.Render(s)
 }
+
+// cut shortens s to n columns, ending with … when cut.
+func cut(s string, n int) string { return ansi.Truncate(s, n, "…") }
 
 func tokens(n int64) string {
 	switch {
