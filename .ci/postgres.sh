@@ -102,7 +102,7 @@ _lite_pg_start() {
 		fi
 	fi
 
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/lite-agent-pg.XXXXXX") || return 1
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/lite-agent-pg.XXXXXX" 2>/dev/null || mktemp -d /tmp/lite-agent-pg.XXXXXX) || return 1
 	_LITE_PG_DIR=$dir
 	if [[ $EUID -eq 0 ]]; then
 		chown "$user:" "$dir" || return 1
