@@ -201,7 +201,13 @@ type frameReader struct {
 	reuse bool   // reuse buf; else returned payloads stay valid for good
 }
 
-const readAhead = 1 << 20
+// Read-ahead sizes: a reused buffer is kept small; fresh buffers (whose
+// payloads are handed out to callers) are large, so that a typical log is
+// read with one system call.
+const (
+	readAhead      = 1 << 20
+	readAheadFresh = 16 << 20
+)
 
 func newFrameReader(r io.ReaderAt, path string, start, end int64) *frameReader {
 	return &frameReader{r: r, path: path, off: start, end: end}
@@ -217,6 +223,9 @@ func (fr *frameReader) fill(off int64, n int) (bool, error) {
 		return true, nil
 	}
 	size := max(n, readAhead)
+	if !fr.reuse {
+		size = max(n, readAheadFresh)
+	}
 	size = int(min(int64(size), fr.end-off))
 	if !fr.reuse || cap(fr.buf) < size {
 		fr.buf = make([]byte, size)

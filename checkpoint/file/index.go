@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
@@ -28,6 +29,8 @@ const (
 	indexMagic = "LITEAGENT-IDX\n\x00\x01"
 	// recordHeaderLen: CRC32C and length before each record's payload.
 	recordHeaderLen = 8
+	// maxRecordLen bounds a sane record (a summary with its open calls).
+	maxRecordLen = 16 << 20
 )
 
 // entry is what an index says about one session.
@@ -58,6 +61,12 @@ type nsIndex struct {
 	lmu    sync.Mutex
 	lockF  *os.File
 	shared int
+	// recheck is set when the shared flock is taken anew: until then the
+	// file cannot have been replaced, so appends skip checking it.
+	recheck atomic.Bool
+	// writes counts records appended by this process, to compact now and
+	// then even when this process never lists.
+	writes atomic.Int64
 
 	mu       sync.Mutex // guards everything below
 	f        *os.File   // the index file (read-write, O_APPEND, unless read-only)
@@ -150,6 +159,7 @@ func (n *nsIndex) acquireShared(ctx context.Context) error {
 	n.lmu.Lock()
 	defer n.lmu.Unlock()
 	if n.shared == 0 {
+		n.recheck.Store(true)
 		f, err := n.lockFile()
 		if err == nil {
 			err = lock(ctx, f, false)
@@ -184,24 +194,37 @@ func (n *nsIndex) write(recs ...indexRecord) error {
 	for _, r := range recs {
 		b = appendFramedRecord(b, r)
 	}
+	n.writes.Add(int64(len(recs)))
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for range 3 {
-		if err := n.refreshLocked(); err != nil {
-			return err
-		}
-		if n.loaded {
+		if n.loaded && !n.recheck.Load() {
 			_, err := n.f.Write(b)
 			if err != nil {
 				return fmt.Errorf("write index %s: %w", n.path, err)
 			}
 			return nil
 		}
-		// The index is missing (removed by hand?): start one that its next
-		// reader rebuilds from the logs.
-		if err := createIndex(n.path, ""); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("create index %s: %w", n.path, err)
+		// Make sure n.f is the index file now in place. The records
+		// themselves are read by the next refresh.
+		id, _, ok, err := statID(n.path)
+		if err != nil {
+			return fmt.Errorf("write index %s: %w", n.path, err)
 		}
+		if !ok {
+			// The index is missing (removed by hand?): start one that its
+			// next reader rebuilds from the logs.
+			if err := createIndex(n.path, ""); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("create index %s: %w", n.path, err)
+			}
+			continue
+		}
+		if !n.loaded || id != n.fid {
+			if err := n.loadLocked(); err != nil {
+				return err
+			}
+		}
+		n.recheck.Store(!n.loaded)
 	}
 	return fmt.Errorf("write index %s: the file keeps disappearing", n.path)
 }
@@ -316,9 +339,14 @@ func (n *nsIndex) applyLocked(b []byte) {
 	for len(b) > 0 {
 		rec, used, ok := nextRecord(b)
 		if !ok {
-			if len(b) >= recordHeaderLen && int64(binary.LittleEndian.Uint32(b[4:8])) <= int64(len(b)-recordHeaderLen) {
-				// A complete record that does not check out: damage, not
-				// a write in progress. Rebuild from the logs.
+			l := int64(0)
+			if len(b) >= recordHeaderLen {
+				l = int64(binary.LittleEndian.Uint32(b[4:8]))
+			}
+			if len(b) >= recordHeaderLen && (l <= int64(len(b)-recordHeaderLen) || l > maxRecordLen) {
+				// A complete record that does not check out, or a length
+				// no record has: damage, not a write in progress. Rebuild
+				// from the logs.
 				n.stale, n.damaged, n.verified = true, true, false
 				n.off += int64(len(b))
 			}
@@ -438,17 +466,21 @@ func (n *nsIndex) tokenHolds(id string, tok token) bool {
 
 // tokenMatches reports whether the frame tok names is where it says, whole
 // and with its checksum: then the log's first tok.size bytes are the ones the
-// token's summary was folded from.
+// token's summary was folded from. It reads that one frame.
 func tokenMatches(r io.ReaderAt, tok token) bool {
-	if tok.size <= logHeaderLen || tok.lastOff < logHeaderLen {
+	if tok.size <= logHeaderLen || tok.lastOff < logHeaderLen || tok.size-tok.lastOff > frameHeaderLen+maxFramePayload {
 		return false
 	}
-	var hb [frameHeaderLen]byte
-	if _, err := r.ReadAt(hb[:], tok.lastOff); err != nil {
+	frame := make([]byte, tok.size-tok.lastOff)
+	if len(frame) < frameHeaderLen {
 		return false
 	}
-	h, err := parseFrameHeader(hb[:])
-	return err == nil && h.crc == tok.lastCRC && tok.lastOff+h.size() == tok.size
+	if _, err := r.ReadAt(frame, tok.lastOff); err != nil {
+		return false
+	}
+	h, err := parseFrameHeader(frame)
+	return err == nil && h.crc == tok.lastCRC && h.size() == int64(len(frame)) &&
+		frameCRC(frame, frame[frameHeaderLen:]) == h.crc
 }
 
 // resolveLocked refolds pending entries whose logs nobody is writing, from
@@ -487,7 +519,7 @@ func (n *nsIndex) fold(id string, e *entry) (st *logState, gone, busy bool) {
 	if e.has {
 		base = &e.st
 	}
-	got, _, err := n.s.loadState(f, path, id, size, base)
+	got, _, err := n.s.loadState(f, path, id, size, base, false)
 	if err != nil {
 		return nil, false, true
 	}
@@ -566,7 +598,10 @@ func (n *nsIndex) rewrite(ctx context.Context) error {
 		return fmt.Errorf("rewrite index %s: %w", n.path, err)
 	}
 	f.Close()
-	return n.loadLocked()
+	if err := n.loadLocked(); err != nil {
+		return err
+	}
+	return n.refreshLocked()
 }
 
 // head returns the summary of one session.

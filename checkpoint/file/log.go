@@ -256,10 +256,15 @@ func (h *handle) load(ctx context.Context, size int64) error {
 		base = &b
 	}
 	n.mu.Unlock()
-	st, tornAt, err := h.s.loadState(h.f, h.path, h.id, size, base)
+	// The first time this process writes to a log file, every frame is
+	// checked (CRC only, where the index vouches for the summary), so that
+	// damage in the middle is reported before anything is appended after it.
+	validate := !h.s.validated(h.id, h.fid)
+	st, tornAt, err := h.s.loadState(h.f, h.path, h.id, size, base, validate)
 	if err != nil {
 		return fail(fmt.Errorf("open log of %s: %w", h.id, err))
 	}
+	h.s.setValidated(h.id, h.fid)
 	if tornAt >= 0 {
 		// The tail of a write that never finished (its Append did not
 		// return nil): cut it before anything is appended after it.
@@ -278,12 +283,22 @@ func (h *handle) load(ctx context.Context, size int64) error {
 }
 
 // loadState folds the log's valid frames into a state, starting from base
-// when base's token matches the log. tornAt is the offset of a torn tail
-// (-1 if none); damage followed by valid frames is an ErrCorrupt error.
-func (s *Store) loadState(f *os.File, path, id string, size int64, base *logState) (st logState, tornAt int64, err error) {
+// when base's token matches the log (after checking the frames before it,
+// with validate). tornAt is the offset of a torn tail (-1 if none); damage
+// followed by valid frames is an ErrCorrupt error.
+func (s *Store) loadState(f *os.File, path, id string, size int64, base *logState, validate bool) (st logState, tornAt int64, err error) {
 	st.sum.ID = id
 	start := logHeaderLen
 	if base != nil && base.tok.size > 0 && size >= base.tok.size && tokenMatches(f, base.tok) {
+		if validate {
+			ok, err := validatePrefix(f, path, base.tok, base.head())
+			if err != nil {
+				return st, -1, err
+			}
+			if !ok {
+				return s.loadState(f, path, id, size, nil, false)
+			}
+		}
 		st = *base
 		st.sum.Open = slices.Clone(st.sum.Open)
 		start = base.tok.size
@@ -338,6 +353,54 @@ func (s *Store) loadState(f *os.File, path, id string, size int64, base *logStat
 	}
 	st.sum.ID = id
 	return st, -1, nil
+}
+
+// validatePrefix checks the frames of a log up to the end of the frame a
+// token names: checksums and seqs only, nothing is decoded. ok is false when
+// the frames are sound but do not end where the token says with its head.
+func validatePrefix(f *os.File, path string, tok token, head int64) (ok bool, err error) {
+	torn, err := checkLogHeader(f, path, tok.size)
+	if err != nil || torn {
+		return false, err
+	}
+	fr := newFrameReader(f, path, logHeaderLen, tok.size)
+	fr.reuse = true
+	var seen int64
+	for {
+		off := fr.off
+		h, _, _, ok, bad, err := fr.next()
+		switch {
+		case err != nil:
+			return false, err
+		case bad != nil:
+			// The token's frame checked out, so good frames follow.
+			next, err := validFrameAfter(f, bad.off, tok.size)
+			if err != nil {
+				return false, fmt.Errorf("read %s: %w", path, err)
+			}
+			return false, corruptError(path, bad.off, seen, bad.reason, next)
+		case !ok:
+			return fr.off == tok.size && seen == head, nil
+		case h.firstSeq != seen+1:
+			return false, corruptError(path, off, seen, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, seen+1), -1)
+		}
+		seen = h.lastSeq()
+	}
+}
+
+// validated reports whether this process has checked every frame of the
+// session's log file fid.
+func (s *Store) validated(id string, fid fileID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.checked[id]
+	return ok && v == fid
+}
+
+func (s *Store) setValidated(id string, fid fileID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checked[id] = fid
 }
 
 // corruptError describes damage in the middle of a log.
@@ -498,6 +561,7 @@ func (h *handle) commit(batch []*appendReq) {
 		return
 	}
 	n := h.s.ns(h.folder)
+	defer n.maybeCompact(accepted0ctx(accepted, live))
 	if err := n.acquireShared(accepted0ctx(accepted, live)); err != nil {
 		for _, r := range accepted {
 			r.err = fmt.Errorf("append %s: %w", h.id, err)
@@ -537,6 +601,17 @@ func (h *handle) commit(batch []*appendReq) {
 	// makes readers fold the log instead.
 	if n.write(indexRecord{kind: recSummary, id: h.id, st: h.st}) == nil {
 		h.reported = true
+	}
+}
+
+// compactEvery is how many index records a process appends between checks
+// that the index is not growing without bound.
+const compactEvery = 4096
+
+// maybeCompact compacts the index now and then, outside any lock.
+func (n *nsIndex) maybeCompact(ctx context.Context) {
+	if w := n.writes.Load(); w >= compactEvery && n.writes.CompareAndSwap(w, 0) {
+		n.ensure(ctx) // best effort: a failure here is retried next time
 	}
 }
 
@@ -748,6 +823,9 @@ func (h *handle) replace(ctx context.Context, nf *os.File, tmp string, st logSta
 		return err
 	}
 	fid, _, ferr := fstatID(nf)
+	if ferr == nil {
+		h.s.setValidated(h.id, fid) // built from checked frames
+	}
 	unlock(h.f)
 	h.f.Close()
 	h.f, h.fid, h.st, h.size, h.loaded, h.reported = nf, fid, st, size, ferr == nil, false
@@ -793,6 +871,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	err = h.remove(n)
 	n.releaseShared()
+	s.mu.Lock()
+	delete(s.checked, id)
+	s.mu.Unlock()
 	unlock(h.f)
 	h.drop()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -63,6 +64,7 @@ type Store struct {
 	calls   sync.WaitGroup
 	handles map[string]*handle
 	nss     map[string]*nsIndex
+	checked map[string]fileID // log files whose every frame this process checked
 }
 
 var _ checkpoint.Checkpointer = (*Store)(nil)
@@ -101,6 +103,7 @@ func Open(root string, opts *Options) (*Store, error) {
 		boot:     bootID(),
 		handles:  map[string]*handle{},
 		nss:      map[string]*nsIndex{},
+		checked:  map[string]fileID{},
 	}
 	switch o.Encoding {
 	case "", EncodingJSON:
@@ -140,11 +143,19 @@ func (s *Store) prepareRoot() error {
 		if err := syncDir(filepath.Dir(s.root)); err != nil {
 			return fmt.Errorf("open file store %s: %w", s.root, err)
 		}
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("open file store: cannot create %s: a file is in the way of one of its parent directories; choose a directory you can write to, or move the file", s.root)
 	case err != nil:
 		return fmt.Errorf("open file store %s: %w", s.root, err)
 	}
 	if err := s.checkFormat(); err != nil {
 		return err
+	}
+	for _, d := range []string{idsDir, nsDir} {
+		p := filepath.Join(s.root, d)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return fmt.Errorf("open file store %s: %s is not a directory (a file is in the way); move it aside or choose another directory for sessions", s.root, p)
+		}
 	}
 	if s.readOnly {
 		return nil
@@ -157,9 +168,6 @@ func (s *Store) prepareRoot() error {
 		case err == nil:
 			created = true
 		case errors.Is(err, fs.ErrExist):
-			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-				return fmt.Errorf("open file store %s: %s is not a directory (a file is in the way); move it aside or choose another directory for sessions", s.root, p)
-			}
 		default:
 			return fmt.Errorf("open file store %s: cannot create %s: %w; make the directory writable, or open the store read-only", s.root, p, unwrapPath(err))
 		}
@@ -500,7 +508,8 @@ func (s *Store) encoder() (*zstd.Encoder, error) {
 	s.zmu.Lock()
 	defer s.zmu.Unlock()
 	if s.zenc == nil {
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderCRC(false)) // frames carry their own CRC32C
 		if err != nil {
 			return nil, err
 		}
