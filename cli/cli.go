@@ -124,11 +124,11 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
 	fs.Var(&c.acknowledge, "acknowledge", "with --resume: acknowledge the interrupted tool call with review `TOKEN` (repeatable)")
-	fs.StringVar(&c.provider, "provider", "", "model API: `anthropic` or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
+	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model server's base `URL` (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL, else the provider's)")
-	fs.Var(&c.allow, "allow", "in one-shot mode, let tools run without asking: `edit`, bash or all (repeatable)")
-	fs.StringVar(&c.output, "output", "text", "one-shot output: `text`, json (the final result) or stream-json (one event per line)")
+	fs.Var(&c.allow, "allow", "in one-shot mode, let tools of `KIND` run without asking: edit, bash or all (repeatable)")
+	fs.StringVar(&c.output, "output", "text", "one-shot output `FORMAT`: text, json (the final result) or stream-json (one event per line)")
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
 	fs.IntVar(&c.maxModelCalls, "max-model-calls", 50, "stop a turn after `N` model calls")
@@ -272,8 +272,14 @@ At most one session operation per run, and each requires --session-db.
 
 Flags:
 `)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%-28s %s\n", line, usage)
+	})
 	fmt.Fprint(w, `
 Environment:
   ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   the anthropic provider

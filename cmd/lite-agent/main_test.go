@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lite-agent/lite-agent/internal/fakemodel"
+)
+
+// The test binary doubles as lite-agent: with LITE_AGENT_TEST_MAIN set it
+// runs main, so these tests drive the real command in real processes.
+func TestMain(m *testing.M) {
+	if os.Getenv("LITE_AGENT_TEST_MAIN") == "1" {
+		os.Args = append([]string{"lite-agent"}, os.Args[1:]...)
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *bytes.Buffer
+}
+
+// start runs lite-agent with args in workdir against the fake model.
+func start(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"--workdir", workdir}, args...)...)
+	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=",
+		"HOME="+t.TempDir(), "XDG_STATE_HOME=")
+	if srv != nil {
+		cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+srv.URL())
+	}
+	p := &proc{cmd: cmd, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return p
+}
+
+// run runs lite-agent to completion and returns its exit status.
+func run(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) (int, string, string) {
+	t.Helper()
+	p := start(t, srv, workdir, args...)
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+func startModel(t testing.TB, replies ...fakemodel.Reply) *fakemodel.Server {
+	t.Helper()
+	srv, err := fakemodel.Start(&fakemodel.Script{Replies: replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func toolCall(id, name string, input any) fakemodel.ToolCall {
+	b, _ := json.Marshal(input)
+	return fakemodel.ToolCall{ID: id, Name: name, Input: b}
+}
+
+// waitFor polls fn until it is true or the deadline passes.
+func waitFor(t testing.TB, what string, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type info struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Hazards []struct {
+		Token  string   `json:"token"`
+		Tool   string   `json:"tool"`
+		CallID string   `json:"call_id"`
+		Paths  []string `json:"paths"`
+	} `json:"hazards"`
+}
+
+func sessionInfo(t testing.TB, work, db, id string) info {
+	t.Helper()
+	code, out, errs := run(t, nil, work, "--session-db", db, "--session-info", id)
+	if code != 0 {
+		t.Fatalf("--session-info: %d %s", code, errs)
+	}
+	var in info
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("--session-info output %q: %v", out, err)
+	}
+	return in
+}
+
+func onlySession(t testing.TB, work, db string) string {
+	t.Helper()
+	code, out, errs := run(t, nil, work, "--session-db", db, "--sessions")
+	var list []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+		t.Fatalf("--sessions: %d %q %q", code, out, errs)
+	}
+	return list[0].ID
+}
+
+// TestKillMidToolLeavesHazard: a SIGKILL while bash runs leaves a hazard
+// that inspection shows, resume refuses, and acknowledgement clears without
+// re-running the tool.
+func TestKillMidToolLeavesHazard(t *testing.T) {
+	srv := startModel(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("b1", "bash", map[string]any{"command": "echo SECRET-TOOL-OUTPUT; touch started; sleep 60"})}},
+		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"b1"}, BodyContains: []string{"outcome of this tool call is unknown"}, LastUserContains: []string{"carry on"}}, Text: "carried on"},
+	)
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	p := start(t, srv, work, "--session-db", db, "--allow", "bash", "run the slow thing")
+	waitFor(t, "the tool to start", func() bool { _, err := os.Stat(filepath.Join(work, "started")); return err == nil })
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+
+	id := onlySession(t, work, db)
+	in := sessionInfo(t, work, db, id)
+	if len(in.Hazards) != 1 || in.Hazards[0].Tool != "bash" || in.Hazards[0].CallID != "b1" {
+		t.Fatalf("--session-info hazards: %+v", in)
+	}
+	code, out, errs := run(t, nil, work, "--session-db", db, "--recovery-info", id)
+	if code != 0 || !strings.Contains(out, in.Hazards[0].Token) || strings.Contains(out, "SECRET-TOOL-OUTPUT") || strings.Contains(out, "run the slow thing") {
+		t.Fatalf("--recovery-info: %d %q %q", code, out, errs)
+	}
+	code, _, errs = run(t, srv, work, "--session-db", db, "--resume", id, "carry on")
+	if code != 3 || !strings.Contains(errs, "--recovery-info") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("resume with a hazard: exit %d, stderr %q", code, errs)
+	}
+	if len(srv.Requests()) != 1 {
+		t.Fatal("a refused resume contacted the model")
+	}
+	code, out, errs = run(t, srv, work, "--session-db", db, "--resume", id, "--acknowledge", in.Hazards[0].Token, "carry on")
+	if code != 0 || !strings.Contains(out, "carried on") {
+		t.Fatalf("resume after acknowledging: %d %q %q", code, out, errs)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if in := sessionInfo(t, work, db, id); len(in.Hazards) != 0 || in.Status != "completed" {
+		t.Fatalf("after acknowledging: %+v", in)
+	}
+}
+
+// TestSecondWriterGetsConflict: two processes on one session; the one whose
+// append comes second gets a clear conflict, exit status 4, and the log
+// stays whole.
+func TestSecondWriterGetsConflict(t *testing.T) {
+	srv := startModel(t,
+		fakemodel.Reply{Text: "first"},
+		fakemodel.Reply{Text: "slow answer", DelayMS: 1500},
+		fakemodel.Reply{Text: "fast answer"},
+	)
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	if code, _, errs := run(t, srv, work, "--session-db", db, "start"); code != 0 {
+		t.Fatal(errs)
+	}
+	id := onlySession(t, work, db)
+	slow := start(t, srv, work, "--session-db", db, "--resume", id, "slow one")
+	waitFor(t, "the slow request", func() bool { return len(srv.Requests()) >= 2 })
+	fastCode, _, fastErr := run(t, srv, work, "--session-db", db, "--resume", id, "fast one")
+	slow.cmd.Wait()
+	slowCode := slow.cmd.ProcessState.ExitCode()
+	if fastCode != 0 || slowCode != 4 {
+		t.Fatalf("exit codes fast %d (%s), slow %d (%s); want 0 and 4", fastCode, fastErr, slowCode, slow.stderr)
+	}
+	if !strings.Contains(slow.stderr.String(), "another") {
+		t.Fatalf("conflict message %q", slow.stderr)
+	}
+	code, out, _ := run(t, nil, work, "--session-db", db, "--export", id)
+	if code != 0 {
+		t.Fatal("export failed")
+	}
+	var last int64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e struct{ Seq int64 }
+		json.Unmarshal([]byte(line), &e)
+		if e.Seq != last+1 {
+			t.Fatalf("log has a gap or interleaving at %d after %d", e.Seq, last)
+		}
+		last = e.Seq
+	}
+}
