@@ -85,7 +85,7 @@ func (s *Store) page(ctx context.Context, id string, from int64, first bool) (pa
 	}
 	defer func() { s.pool.put(c, false) }()
 	err = s.retry(ctx, func() error {
-		page, more = page[:0], false
+		page, more = make([]session.Event, 0, pageRows), false
 		rows, err := c.query(ctx, stmtPage, id, from, int64(pageRows))
 		if err != nil {
 			return err
@@ -94,13 +94,14 @@ func (s *Store) page(ctx context.Context, id string, from int64, first bool) (pa
 		dest := make([]driver.Value, 4)
 		size := 0
 		for {
-			e, err := nextEvent(rows, dest)
-			if err != nil || e == nil {
+			page = append(page, session.Event{})
+			ok, err := nextEvent(rows, dest, &page[len(page)-1])
+			if err != nil || !ok {
+				page = page[:len(page)-1]
 				more = len(page) == pageRows
 				return err
 			}
-			page = append(page, *e)
-			if size += len(e.Data); size >= pageBytes {
+			if size += len(page[len(page)-1].Data); size >= pageBytes {
 				more = true
 				return nil
 			}
@@ -121,16 +122,15 @@ func (s *Store) page(ctx context.Context, id string, from int64, first bool) (pa
 	return page, more, nil
 }
 
-// nextEvent decodes the next row of (seq, type, time, data) into an event;
-// it returns nil at the end of the rows.
-func nextEvent(rows driver.Rows, dest []driver.Value) (*session.Event, error) {
+// nextEvent decodes the next row of (seq, type, time, data) into e; ok is
+// false at the end of the rows.
+func nextEvent(rows driver.Rows, dest []driver.Value, e *session.Event) (ok bool, err error) {
 	if err := rows.Next(dest); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil
+			return false, nil
 		}
-		return nil, err
+		return false, err
 	}
-	e := &session.Event{}
 	e.Seq, _ = dest[0].(int64)
 	switch t := dest[1].(type) {
 	case string:
@@ -145,8 +145,10 @@ func nextEvent(rows driver.Rows, dest []driver.Value) (*session.Event, error) {
 		e.Data = d
 	case string:
 		e.Data = []byte(d)
+	default:
+		e.Data = nil
 	}
-	return e, nil
+	return true, nil
 }
 
 // readError turns driver and pool errors into the store's.

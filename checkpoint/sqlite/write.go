@@ -352,14 +352,12 @@ func (s *Store) refold(c *conn, id string, keep int64) (session.Summary, error) 
 	}
 	defer rows.Close()
 	dest := make([]driver.Value, 4)
+	var e session.Event
 	for {
-		e, err := nextEvent(rows, dest)
-		if err != nil {
+		ok, err := nextEvent(rows, dest, &e)
+		if err != nil || !ok {
 			return sum, err
 		}
-		if e == nil {
-			return sum, nil
-		}
-		sum.Apply(*e)
+		sum.Apply(e)
 	}
 }

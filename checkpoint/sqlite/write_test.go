@@ -195,59 +195,57 @@ func holdWriteLock(tb testing.TB, path string) (release func()) {
 // TestLockedByAnotherConnection checks what a writer sees while another
 // connection (as another process would) holds the write lock: it waits, and
 // then either succeeds, fails with a clear message (no SQLITE_BUSY), or
-// stops when its context ends.
+// stops when its context ends. Nothing of a failed append is written.
 func TestLockedByAnotherConnection(t *testing.T) {
-	s, path := openTemp(t, &Options{BusyTimeout: 300 * time.Millisecond})
-	ctx := t.Context()
-	if _, err := s.Append(ctx, "s", 0, []session.Event{started("s")}); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name    string
+		timeout time.Duration // BusyTimeout
+		release time.Duration // when the lock is released; 0: never
+		ctxWait time.Duration // the caller's deadline; 0: none
+		want    func(error) bool
+	}{
+		{"released in time", time.Minute, 50 * time.Millisecond, 0, func(err error) bool { return err == nil }},
+		{"held too long", 200 * time.Millisecond, 0, 0, func(err error) bool {
+			msg := fmt.Sprint(err)
+			return strings.Contains(msg, "stayed locked by another connection") && !strings.Contains(msg, "SQLITE_BUSY") && !strings.Contains(msg, "database is locked")
+		}},
+		{"caller gives up", time.Minute, 0, 30 * time.Millisecond, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }},
 	}
-
-	t.Run("released in time", func(t *testing.T) {
-		release := holdWriteLock(t, path)
-		time.AfterFunc(50*time.Millisecond, release)
-		sum, err := s.Head(ctx, "s")
-		if err != nil {
-			t.Fatalf("reading while the write lock is held: %v", err)
-		}
-		if _, err := s.Append(ctx, "s", sum.Head, []session.Event{prompt("waited")}); err != nil {
-			t.Fatalf("append once the lock was released: %v", err)
-		}
-	})
-
-	t.Run("held too long", func(t *testing.T) {
-		holdWriteLock(t, path)
-		sum, err := s.Head(ctx, "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.Append(ctx, "s", sum.Head, []session.Event{prompt("never")})
-		if err == nil {
-			t.Fatal("append while another connection held the lock succeeded")
-		}
-		if msg := err.Error(); !strings.Contains(msg, "stayed locked by another connection") || strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") {
-			t.Fatalf("error %q, want a plain explanation of the lock", msg)
-		}
-	})
-
-	t.Run("caller gives up", func(t *testing.T) {
-		holdWriteLock(t, path)
-		sum, err := s.Head(ctx, "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
-		defer cancel()
-		_, err = s.Append(short, "s", sum.Head, []session.Event{prompt("never")})
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("append with a short deadline while locked: %v, want context.DeadlineExceeded", err)
-		}
-	})
-
-	// Nothing of the failed appends was written.
-	sum, err := s.Head(ctx, "s")
-	if err != nil || sum.Head != 2 {
-		t.Fatalf("head %d, %v; want 2", sum.Head, err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, path := openTemp(t, &Options{BusyTimeout: tc.timeout})
+			ctx := t.Context()
+			if _, err := s.Append(ctx, "s", 0, []session.Event{started("s")}); err != nil {
+				t.Fatal(err)
+			}
+			release := holdWriteLock(t, path)
+			if tc.release > 0 {
+				time.AfterFunc(tc.release, release)
+			}
+			// Reads go on while the write lock is held.
+			sum, err := s.Head(ctx, "s")
+			if err != nil {
+				t.Fatalf("head while the write lock is held: %v", err)
+			}
+			actx := ctx
+			if tc.ctxWait > 0 {
+				var cancel context.CancelFunc
+				actx, cancel = context.WithTimeout(ctx, tc.ctxWait)
+				defer cancel()
+			}
+			_, err = s.Append(actx, "s", sum.Head, []session.Event{prompt("p")})
+			if !tc.want(err) {
+				t.Fatalf("append: %v", err)
+			}
+			release()
+			want := int64(1)
+			if err == nil {
+				want = 2
+			}
+			if sum, err := s.Head(ctx, "s"); err != nil || sum.Head != want {
+				t.Fatalf("head %d, %v; want %d", sum.Head, err, want)
+			}
+		})
 	}
 }
 
