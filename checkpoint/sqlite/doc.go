@@ -15,7 +15,11 @@
 // a call waits for a lock another process holds (busy_timeout, then
 // retries) for up to Options.BusyTimeout, so SQLITE_BUSY never reaches the
 // caller. Readers never block writers; Read pages through a log with short
-// queries, so a slow reader holds no read transaction.
+// queries, so a slow reader holds no read transaction (and may call the
+// store inside its loop). Each page re-reads the last event of the one
+// before: a log truncated or deleted under a Read in progress ends it with
+// a *checkpoint.ConflictError or ErrNotFound, never with two histories
+// joined.
 //
 // Close checkpoints the WAL into the database file (PRAGMA
 // wal_checkpoint(TRUNCATE)); when the last connection to the file closes,

@@ -649,3 +649,69 @@ func TestDamagedDatabase(t *testing.T) {
 		t.Fatal("no call noticed the damage")
 	}
 }
+
+// TestReadAcrossRewrite changes a log while it is read, between pages: a
+// reader either sees one history or is told the log changed, never the
+// start of one history followed by the end of another.
+func TestReadAcrossRewrite(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, s *sqlite.Store, head int64)
+		want   func(err error) bool
+	}{
+		{"truncated and regrown", func(t *testing.T, s *sqlite.Store, head int64) {
+			h, err := s.Truncate(t.Context(), "s", 300, head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := make([]session.Event, 0, 1000)
+			for range cap(batch) {
+				batch = append(batch, promptEvent("other history"))
+			}
+			if _, err := s.Append(t.Context(), "s", h, batch); err != nil {
+				t.Fatal(err)
+			}
+		}, checkpoint.IsConflict},
+		{"truncated", func(t *testing.T, s *sqlite.Store, head int64) {
+			if _, err := s.Truncate(t.Context(), "s", 100, head); err != nil {
+				t.Fatal(err)
+			}
+		}, checkpoint.IsConflict},
+		{"deleted", func(t *testing.T, s *sqlite.Store, head int64) {
+			if err := s.Delete(t.Context(), "s"); err != nil {
+				t.Fatal(err)
+			}
+		}, func(err error) bool { return errors.Is(err, checkpoint.ErrNotFound) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openFile(t)
+			batch := []session.Event{startedIn("s", "ns")}
+			for len(batch) < 1100 {
+				batch = append(batch, promptEvent("first history "+strconv.Itoa(len(batch)+1)))
+			}
+			head, err := s.Append(t.Context(), "s", 0, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			var end error
+			for e, err := range s.Read(t.Context(), "s", 1) {
+				if err != nil {
+					end = err
+					break
+				}
+				if n++; n > 1 && string(e.Data) != string(batch[n-1].Data) {
+					t.Fatalf("event %d is %s, from another history", n, e.Data)
+				}
+				if n == 10 {
+					tc.change(t, s, head)
+				}
+			}
+			if !tc.want(end) {
+				t.Fatalf("read %d events, then %v", n, end)
+			}
+			t.Logf("read %d events, then: %v", n, end)
+		})
+	}
+}

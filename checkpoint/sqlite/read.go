@@ -5,10 +5,12 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
@@ -41,16 +43,25 @@ const (
 )
 
 // Read implements checkpoint.Checkpointer. Events are read in pages of up
-// to 512 events (fewer when they are large); a page is a consistent
-// snapshot, and pages follow each other by seq.
+// to 512 events (fewer when they are large). A page is a consistent
+// snapshot; each later page starts by reading again the last event of the
+// page before, and if that event changed or is gone (the log was truncated,
+// rewritten or deleted while it was read) Read ends with a
+// *checkpoint.ConflictError (or ErrNotFound) instead of joining two
+// histories.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		from := max(fromSeq, 1)
-		for first := true; ; first = false {
-			page, more, err := s.page(ctx, id, from, first)
+		var last *mark
+		for {
+			page, more, err := s.page(ctx, id, from, last)
 			if err != nil {
 				yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
 				return
+			}
+			if len(page) > 0 {
+				// Taken before yielding: the events are the caller's to change.
+				last = markOf(page[len(page)-1])
 			}
 			for _, e := range page {
 				if !yield(e, nil) {
@@ -60,15 +71,35 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 			if !more {
 				return
 			}
-			from = page[len(page)-1].Seq + 1
+			from = last.seq + 1
 		}
 	}
 }
 
+// mark identifies an event already yielded, to check that it is still there.
+type mark struct {
+	seq  int64
+	typ  session.Type
+	time time.Time
+	size int
+	sum  uint32 // CRC-32C of the data
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func markOf(e session.Event) *mark {
+	return &mark{seq: e.Seq, typ: e.Type, time: e.Time, size: len(e.Data), sum: crc32.Checksum(e.Data, castagnoli)}
+}
+
+func (m *mark) matches(e session.Event) bool {
+	return e.Seq == m.seq && e.Type == m.typ && e.Time.Equal(m.time) && len(e.Data) == m.size && crc32.Checksum(e.Data, castagnoli) == m.sum
+}
+
 // page reads the events of id from seq from on; more reports that the log
-// may go on after them. On the first page an unknown session is
-// ErrNotFound.
-func (s *Store) page(ctx context.Context, id string, from int64, first bool) (page []session.Event, more bool, err error) {
+// may go on after them. On the first page (last is nil) an unknown session
+// is ErrNotFound; on later ones the page starts with the event last marks,
+// checked and dropped.
+func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (page []session.Event, more bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -84,9 +115,13 @@ func (s *Store) page(ctx context.Context, id string, from int64, first bool) (pa
 		return nil, false, s.readError(err)
 	}
 	defer func() { s.pool.put(c, false) }()
+	start, rowsWanted := from, pageRows
+	if last != nil {
+		start, rowsWanted = last.seq, pageRows+1
+	}
 	err = s.retry(ctx, func() error {
-		page, more = make([]session.Event, 0, pageRows), false
-		rows, err := c.query(ctx, stmtPage, id, from, int64(pageRows))
+		page, more = make([]session.Event, 0, rowsWanted), false
+		rows, err := c.query(ctx, stmtPage, id, start, int64(rowsWanted))
 		if err != nil {
 			return err
 		}
@@ -98,7 +133,7 @@ func (s *Store) page(ctx context.Context, id string, from int64, first bool) (pa
 			ok, err := nextEvent(rows, dest, &page[len(page)-1])
 			if err != nil || !ok {
 				page = page[:len(page)-1]
-				more = len(page) == pageRows
+				more = len(page) == rowsWanted
 				return err
 			}
 			if size += len(page[len(page)-1].Data); size >= pageBytes {
@@ -110,7 +145,19 @@ func (s *Store) page(ctx context.Context, id string, from int64, first bool) (pa
 	if err != nil {
 		return nil, false, s.readError(err)
 	}
-	if first && len(page) == 0 {
+	switch {
+	case last != nil && (len(page) == 0 || !last.matches(page[0])):
+		sum, found, err := s.summary(ctx, c, id)
+		switch {
+		case err != nil:
+			return nil, false, s.readError(err)
+		case !found:
+			return nil, false, checkpoint.ErrNotFound
+		}
+		return nil, false, &checkpoint.ConflictError{Session: id, Expected: last.seq, Actual: sum.Head}
+	case last != nil:
+		page = page[1:]
+	case len(page) == 0:
 		found, err := c.row(ctx, make([]driver.Value, 1), stmtExists, id)
 		if err != nil {
 			return nil, false, s.readError(err)
