@@ -1,0 +1,157 @@
+package liteagent_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
+	"github.com/lite-agent/lite-agent/internal/fakemodel"
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool/builtin"
+)
+
+// BenchmarkRoundTrip measures one tool-using turn: two streamed model calls
+// over HTTP to the fake server (no scripted delay) and an ls tool call,
+// with every event appended to an in-memory store. BenchmarkRoundTripBare
+// makes the same two model calls without the agent: the difference is the
+// loop's own cost (a durable store adds its appends).
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, kind := range providers {
+		b.Run(kind, func(b *testing.B) {
+			reply := []fakemodel.Reply{
+				{ToolCalls: []fakemodel.ToolCall{call("", "ls", map[string]string{"path": "."})}},
+				{Text: "done"},
+			}
+			srv, err := fakemodel.Start(&fakemodel.Script{Replies: repeat(reply, b.N)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			p, err := newProvider[kind](srv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, err := liteagent.New(&liteagent.Options{Provider: p, Model: "m", Workdir: b.TempDir(), Checkpointer: memory.New()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				a.NewSession() // keep the transcript from growing across iterations
+				if _, err := a.Send(ctx, "list"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkRoundTripBare(b *testing.B) {
+	for _, kind := range providers {
+		b.Run(kind, func(b *testing.B) {
+			reply := []fakemodel.Reply{
+				{ToolCalls: []fakemodel.ToolCall{call("", "ls", map[string]string{"path": "."})}},
+				{Text: "done"},
+			}
+			srv, err := fakemodel.Start(&fakemodel.Script{Replies: repeat(reply, b.N)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			p, err := newProvider[kind](srv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var tools []provider.ToolSpec
+			for _, t := range builtin.All() {
+				s := t.Spec()
+				tools = append(tools, provider.ToolSpec{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
+			}
+			ctx := context.Background()
+			user := provider.Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: "list"}}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				first, err := p.Stream(ctx, provider.Request{Model: "m", System: liteagent.DefaultSystemPrompt, Tools: tools, Messages: []provider.Message{user}}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				result := provider.Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockToolResult, ToolUseID: first.Blocks[0].ID, Text: "a.txt"}}}
+				msgs := []provider.Message{user, {Role: session.RoleAssistant, Blocks: first.Blocks}, result}
+				if _, err := p.Stream(ctx, provider.Request{Model: "m", System: liteagent.DefaultSystemPrompt, Tools: tools, Messages: msgs}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func repeat(r []fakemodel.Reply, n int) []fakemodel.Reply {
+	var out []fakemodel.Reply
+	for range n {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// hundredTurns writes a 100-turn session: each turn a prompt, a tool call
+// with its receipt, and an answer.
+func hundredTurns(b *testing.B, store checkpoint.Checkpointer, ns string) string {
+	id := liteagent.NewSessionID()
+	ctx := context.Background()
+	head, err := store.Append(ctx, id, 0, []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		cid := fmt.Sprintf("c%d", i)
+		events := []session.Event{
+			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}),
+			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{
+				{Type: "text", Text: "Let me edit it."},
+				{Type: "tool_use", ID: cid, Name: "edit", Input: []byte(`{"path":"f.go","old_string":"a","new_string":"b"}`)},
+			}}),
+			session.MustNew(session.TypeToolStarted, session.ToolStarted{CallID: cid, Tool: "edit", Paths: []string{"f.go"}}),
+			session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: cid, Tool: "edit", Output: "edited f.go", Files: map[string]string{"f.go": "abc"}}),
+			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: "Done: I changed a to b in f.go, as asked. Anything else?"}}}),
+			session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"}),
+		}
+		if head, err = store.Append(ctx, id, head, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return id
+}
+
+// BenchmarkResume100Turns measures Resume of a 100-turn session from a
+// SQLite file: the log read and the transcript rebuilt.
+func BenchmarkResume100Turns(b *testing.B) {
+	store, err := sqlite.Open(filepath.Join(b.TempDir(), "s.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	a, err := liteagent.New(&liteagent.Options{Workdir: b.TempDir(), Checkpointer: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	id := hundredTurns(b, store, a.Namespace())
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := a.Resume(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
