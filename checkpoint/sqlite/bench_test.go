@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,4 +86,52 @@ func BenchmarkRead10k(b *testing.B) {
 			b.Fatalf("read %d events", n)
 		}
 	}
+}
+
+// BenchmarkGroupCommit alternates rounds of appends from one goroutine and
+// from four (each to its own session, one 1 KiB event per Append) and
+// reports both rates and how many times faster four writers append than
+// one: the work of the group commit. Alternating keeps the comparison fair
+// on a shared machine.
+func BenchmarkGroupCommit(b *testing.B) {
+	s := mustOpen(b, filepath.Join(b.TempDir(), "sessions.db"), nil)
+	ctx := b.Context()
+	text := strings.Repeat("lorem ipsum ", 100)[:1<<10]
+	e := []session.Event{session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: text}}})}
+	const writers, perRound = 4, 16
+	heads := make([]int64, writers)
+	for w := range writers {
+		id := "w" + strconv.Itoa(w)
+		if _, err := s.Append(ctx, id, 0, []session.Event{startedIn(id, "bench")}); err != nil {
+			b.Fatal(err)
+		}
+		heads[w] = 1
+	}
+	write := func(w, n int) {
+		for range n {
+			var err error
+			if heads[w], err = s.Append(ctx, "w"+strconv.Itoa(w), heads[w], e); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}
+	var one, four time.Duration
+	rounds := 0
+	for b.Loop() {
+		start := time.Now()
+		write(0, writers*perRound)
+		mid := time.Now()
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() { write(w, perRound) })
+		}
+		wg.Wait()
+		one, four = one+mid.Sub(start), four+time.Since(mid)
+		rounds++
+	}
+	events := float64(rounds * writers * perRound)
+	b.ReportMetric(events/one.Seconds(), "1-writer-events/s")
+	b.ReportMetric(events/four.Seconds(), "4-writers-events/s")
+	b.ReportMetric(one.Seconds()/four.Seconds(), "speedup")
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 	_ "modernc.org/sqlite" // database/sql driver, to make files the store did not
 
 	"github.com/lite-agent/lite-agent/checkpoint"
@@ -713,5 +714,41 @@ func TestReadAcrossRewrite(t *testing.T) {
 			}
 			t.Logf("read %d events, then: %v", n, end)
 		})
+	}
+}
+
+// TestNoGoroutineLeft checks that a store leaves no goroutine behind once
+// closed, after writes, reads, cancelled calls and a Read stopped early.
+func TestNoGoroutineLeft(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			id := "g" + strconv.Itoa(i)
+			if _, err := s.Append(t.Context(), id, 0, []session.Event{startedIn(id, "ns")}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for range s.Read(t.Context(), "a", 1) {
+		break
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Head(cancelled, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("head with a cancelled context: %v", err)
+	}
+	if _, err := s.List(t.Context(), "ns", checkpoint.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
