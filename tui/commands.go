@@ -252,8 +252,8 @@ func (m *model) reviewHazards(hz []session.Hazard) tea.Cmd {
 		if len(h.Paths) > 0 {
 			files = strings.Join(h.Paths, ", ")
 		}
-		body = append(body, fmt.Sprintf("%s · call %s · started %s · files: %s · token %s",
-			h.Tool, h.CallID, h.Started.In(m.loc).Format("2006-01-02 15:04:05"), files, h.Token))
+		body = append(body, fmt.Sprintf("%s · call %s · token %s", h.Tool, h.CallID, h.Token),
+			fmt.Sprintf("  started %s · files: %s", h.Started.In(m.loc).Format("2006-01-02 15:04:05"), files))
 		tokens = append(tokens, h.Token)
 	}
 	a := m.agent
