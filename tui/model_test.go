@@ -100,7 +100,7 @@ func TestHistory(t *testing.T) {
 		want string
 	}{
 		{keyUp, "/new"},
-		{keyUp, "second\nprompt"}, // the cursor goes to the first line, so up goes on
+		{keyUp, "second\nprompt"},   // the cursor goes to the first line, so up goes on
 		{keyDown, "second\nprompt"}, // moved from the first line to the last one
 		{keyDown, "/new"},
 		{keyUp, "second\nprompt"},
