@@ -72,10 +72,13 @@ func (s *Store) acquire(id string) *handle {
 
 func (s *Store) release(h *handle) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	h.refs--
-	if h.refs == 0 && len(s.handles) > maxIdleLogs {
+	evict := h.refs == 0 && len(s.handles) > maxIdleLogs
+	if evict {
 		delete(s.handles, h.id)
+	}
+	s.mu.Unlock()
+	if evict {
 		h.mu.Lock()
 		h.drop()
 		h.mu.Unlock()
