@@ -1,6 +1,8 @@
 package session
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -23,7 +25,9 @@ func keepSnapshot(p FileSnapshot) FileSnapshot { return FileSnapshot{Path: p.Pat
 func keepFinished(p ToolFinished) ToolFinished {
 	return ToolFinished{CallID: p.CallID, Output: p.Output, IsError: p.IsError}
 }
-func keepFinishedID(p ToolFinished) ToolFinished { return ToolFinished{CallID: p.CallID, IsError: p.IsError} }
+func keepFinishedID(p ToolFinished) ToolFinished {
+	return ToolFinished{CallID: p.CallID, IsError: p.IsError}
+}
 
 // checkPayload decodes data as the payload of every type replay scans, with
 // the fast path alone, with the fast path and its fallback, and with
@@ -220,4 +224,41 @@ func FuzzPayloadDecoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkPayload(t, data)
 	})
+}
+
+func TestBase64Bytes(t *testing.T) {
+	for c := range 256 {
+		for pos := range 8 {
+			word := []byte("AAAAAAAA")
+			word[pos] = byte(c)
+			got := base64Bytes(binary.LittleEndian.Uint64(word)) == msbs
+			want := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", byte(c)) >= 0
+			if got != want {
+				t.Fatalf("byte %#x at %d: in the alphabet %v, want %v", c, pos, got, want)
+			}
+		}
+	}
+}
+
+func TestBase64Valid(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 11, 12, 13, 14, 47, 48, 49, 100} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i * 37)
+		}
+		enc := []byte(base64.StdEncoding.EncodeToString(data))
+		if !base64Valid(enc) {
+			t.Fatalf("%q not valid", enc)
+		}
+		for i := range enc {
+			for _, c := range []byte{'=', '-', '_', '.', '\n', 0x80, 'A'} {
+				bad := append([]byte(nil), enc...)
+				bad[i] = c
+				_, err := base64.StdEncoding.DecodeString(string(bad))
+				if base64Valid(bad) && err != nil {
+					t.Fatalf("%q: valid, but base64 refuses it: %v", bad, err)
+				}
+			}
+		}
+	}
 }

@@ -44,26 +44,28 @@ const (
 // a time while they are all printable ASCII.
 func plain(b []byte) (nonASCII, ok bool) {
 	const space = lsbs * 0x20
-	i := 0
-	for ; i+32 <= len(b); i += 32 {
-		x0 := binary.LittleEndian.Uint64(b[i:])
-		x1 := binary.LittleEndian.Uint64(b[i+8:])
-		x2 := binary.LittleEndian.Uint64(b[i+16:])
-		x3 := binary.LittleEndian.Uint64(b[i+24:])
+	// (Slicing b as it goes lets the compiler drop the bounds checks.)
+	for len(b) >= 32 {
+		x0 := binary.LittleEndian.Uint64(b[0:8])
+		x1 := binary.LittleEndian.Uint64(b[8:16])
+		x2 := binary.LittleEndian.Uint64(b[16:24])
+		x3 := binary.LittleEndian.Uint64(b[24:32])
 		// A byte below 0x20 borrows into its high bit; a byte ≥ 0x80 has it.
 		if ((x0-space)|x0|(x1-space)|x1|(x2-space)|x2|(x3-space)|x3)&msbs != 0 {
 			break
 		}
+		b = b[32:]
 	}
 	var seen uint64
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b[:8])
 		if (x-space)&^x&msbs != 0 {
 			return false, false
 		}
 		seen |= x
+		b = b[8:]
 	}
-	for _, c := range b[i:] {
+	for _, c := range b {
 		if c < 0x20 {
 			return false, false
 		}
@@ -109,6 +111,10 @@ func (s *scanner) str() (raw []byte, flags int, ok bool) {
 	}
 	b := s.b
 	start := s.i + 1
+	if end := shortEnd(b, start); end >= 0 {
+		s.i = end + 1
+		return b[start:end], 0, true
+	}
 	// Up to the first escape, the string is checked a fast way: find the
 	// first quote and the first backslash before it, and check what lies
 	// before either in bulk.
@@ -150,6 +156,22 @@ func (s *scanner) str() (raw []byte, flags int, ok bool) {
 	return nil, 0, false
 }
 
+// shortEnd returns the index of the quote that ends the string starting at
+// start when the string is short (under 16 bytes) and plain (printable ASCII
+// without escapes), as keys, ids and names are; otherwise -1.
+func shortEnd(b []byte, start int) int {
+	for i := start; i < start+16 && i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := stopBytes(x) | x&msbs; m != 0 {
+			if j := i + bits.TrailingZeros64(m)/8; b[j] == '"' {
+				return j
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
 // stop returns the index of the first quote, backslash or control character
 // of b at or after i (len(b) if there is none), and whether the bytes before
 // it include some ≥ 0x80.
@@ -181,30 +203,6 @@ func stopBytes(x uint64) uint64 {
 	q := x ^ (lsbs * '"')
 	bs := x ^ (lsbs * '\\')
 	return (((q - lsbs) &^ q) | ((bs - lsbs) &^ bs) | ((x - lsbs*0x20) &^ x)) & msbs
-}
-
-// indexBackslash is bytes.IndexByte(b, '\\') that looks at short distances
-// a word at a time first, as backslashes come often in some strings.
-func indexBackslash(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if i == 32 {
-			if j := bytes.IndexByte(b[i:], '\\'); j >= 0 {
-				return i + j
-			}
-			return -1
-		}
-		x := binary.LittleEndian.Uint64(b[i:]) ^ (lsbs * '\\')
-		if m := (x - lsbs) &^ x & msbs; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; i < len(b); i++ {
-		if b[i] == '\\' {
-			return i
-		}
-	}
-	return -1
 }
 
 // base64 reads a string that must be standard, padded base64 with no
@@ -258,13 +256,89 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// string reads a string value and returns it unquoted.
+// string reads a string value and returns it unquoted. It checks and
+// unescapes in one pass; only a string with bytes that are not valid UTF-8
+// is done again, by unquote.
 func (s *scanner) string() (string, bool) {
-	raw, flags, ok := s.str()
+	if s.peek() != '"' {
+		return "", false
+	}
+	b := s.b
+	start := s.i + 1
+	if end := shortEnd(b, start); end >= 0 {
+		s.i = end + 1
+		return string(b[start:end]), true
+	}
+	end := bytes.IndexByte(b[start:], '"') + start
+	if end < start {
+		return "", false
+	}
+	k := bytes.IndexByte(b[start:end], '\\') + start
+	if k < start { // no escapes: the usual case
+		raw := b[start:end]
+		nonASCII, ok := plain(raw)
+		if !ok {
+			return "", false
+		}
+		s.i = end + 1
+		if nonASCII && !utf8.Valid(raw) {
+			return unquote(raw, true), true
+		}
+		return string(raw), true
+	}
+	nonASCII, ok := plain(b[start:k])
 	if !ok {
 		return "", false
 	}
-	return unquoted(raw, flags), true
+	var sb strings.Builder
+	sb.Grow(closingQuote(b, end, start) - start)
+	sb.Write(b[start:k])
+	for i := k; i < len(b); {
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			// Escapes are ASCII, so the raw string is valid UTF-8 exactly
+			// when every piece written between them is.
+			if raw := b[start:i]; nonASCII && !utf8.Valid(raw) {
+				return unquote(raw, true), true
+			}
+			return sb.String(), true
+		case c == '\\':
+			if escapeLen(b[i:]) == 0 {
+				return "", false
+			}
+			i += writeEscape(&sb, b[i:])
+		default:
+			return "", false // a control character
+		}
+		j, high := stop(b, i)
+		nonASCII = nonASCII || high
+		sb.Write(b[i:j])
+		i = j
+	}
+	return "", false
+}
+
+// closingQuote returns the index of the quote that closes the string
+// starting at start, if it is valid, given the index of its first quote: a
+// quote after an odd number of backslashes is escaped. It returns len(b) if
+// there is none; it is only a size hint.
+func closingQuote(b []byte, quote, start int) int {
+	for quote >= 0 {
+		j := quote
+		for j > start && b[j-1] == '\\' {
+			j--
+		}
+		if (quote-j)%2 == 0 {
+			return quote
+		}
+		next := bytes.IndexByte(b[quote+1:], '"')
+		if next < 0 {
+			break
+		}
+		quote += 1 + next
+	}
+	return len(b)
 }
 
 // unquoted returns the string whose raw bytes and flags str returned.
@@ -290,7 +364,7 @@ func unquote(raw []byte, nonASCII bool) string {
 	var sb strings.Builder
 	sb.Grow(len(raw))
 	for len(raw) > 0 {
-		j := indexBackslash(raw)
+		j := bytes.IndexByte(raw, '\\')
 		if j < 0 {
 			j = len(raw)
 		}
@@ -300,31 +374,37 @@ func unquote(raw []byte, nonASCII bool) string {
 			sb.Write(raw[:j])
 		}
 		raw = raw[j:]
-		if len(raw) == 0 {
-			break
+		if len(raw) > 0 {
+			raw = raw[writeEscape(&sb, raw):]
 		}
-		if raw[1] != 'u' {
-			sb.WriteByte(unescapeByte(raw[1]))
-			raw = raw[2:]
-			continue
-		}
-		r := hex4(raw[2:6])
-		raw = raw[6:]
-		if utf16.IsSurrogate(r) {
-			r2 := rune(-1)
-			if len(raw) >= 6 && raw[0] == '\\' && raw[1] == 'u' {
-				r2 = hex4(raw[2:6])
-			}
-			if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
-				r = pair
-				raw = raw[6:]
-			} else {
-				r = utf8.RuneError
-			}
-		}
-		sb.WriteRune(r)
 	}
 	return sb.String()
+}
+
+// writeEscape writes what the valid escape sequence b starts with stands
+// for, and returns its length: a \u escape of the first half of a surrogate
+// pair takes the second half with it when it follows, and stands for U+FFFD
+// otherwise (as a second half alone does).
+func writeEscape(sb *strings.Builder, b []byte) int {
+	if b[1] != 'u' {
+		sb.WriteByte(unescapeByte(b[1]))
+		return 2
+	}
+	r := hex4(b[2:6])
+	if !utf16.IsSurrogate(r) {
+		sb.WriteRune(r)
+		return 6
+	}
+	r2 := rune(-1)
+	if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
+		r2 = hex4(b[8:12])
+	}
+	if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+		sb.WriteRune(pair)
+		return 12
+	}
+	sb.WriteRune(utf8.RuneError)
+	return 6
 }
 
 // unescapeByte returns the byte a one-letter escape stands for.
@@ -638,12 +718,11 @@ func base64Valid(raw []byte) bool {
 		return true
 	}
 	body, last := raw[:len(raw)-4], raw[len(raw)-4:]
-	for len(body) >= 8 {
-		if base64Class[body[0]]|base64Class[body[1]]|base64Class[body[2]]|base64Class[body[3]]|
-			base64Class[body[4]]|base64Class[body[5]]|base64Class[body[6]]|base64Class[body[7]] != 0 {
+	for len(body) >= 16 {
+		if base64Bytes(binary.LittleEndian.Uint64(body[:8]))&base64Bytes(binary.LittleEndian.Uint64(body[8:16])) != msbs {
 			return false
 		}
-		body = body[8:]
+		body = body[16:]
 	}
 	for _, c := range body {
 		if base64Class[c] != 0 {
@@ -660,6 +739,19 @@ func base64Valid(raw []byte) bool {
 		return base64Class[last[2]] == 0
 	}
 	return base64Class[last[2]]|base64Class[last[3]] == 0
+}
+
+// base64Bytes returns a word with the high bit set in each byte of x that
+// is in the standard base64 alphabet (A-Z, a-z, 0-9, + and /), by range
+// checks on the low 7 bits of every byte at once, which cannot carry from
+// one byte to the next.
+func base64Bytes(x uint64) uint64 {
+	t := x &^ msbs
+	l := t | lsbs*0x20 // A-Z folded onto a-z
+	letter := (l + lsbs*(0x80-'a')) &^ (l + lsbs*(0x7f-'z'))
+	digit := (t + lsbs*(0x80-'0')) &^ (t + lsbs*(0x7f-'9'))
+	sign := ^((t | lsbs*0x04) ^ lsbs*'/' + lsbs*0x7f) // '+' or '/': (t|4)^'/' is 0
+	return (letter | digit | sign) &^ x & msbs
 }
 
 // base64Class is 0 for the bytes of the standard base64 alphabet, 1 for
