@@ -503,12 +503,13 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// encoder returns the shared zstd encoder.
+// encoder returns the shared zstd encoder. The fastest level: a commit's
+// payload is small, and compressing it delays a durable Append.
 func (s *Store) encoder() (*zstd.Encoder, error) {
 	s.zmu.Lock()
 	defer s.zmu.Unlock()
 	if s.zenc == nil {
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault),
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderCRC(false)) // frames carry their own CRC32C
 		if err != nil {
 			return nil, err
