@@ -46,6 +46,7 @@
 //
 //	CREATE TABLE sessions (
 //	    id        TEXT    NOT NULL PRIMARY KEY,
+//	    n         INTEGER NOT NULL UNIQUE, -- the session's number, in its events' keys
 //	    namespace TEXT    NOT NULL,
 //	    kind      TEXT    NOT NULL,  -- "" for conversations, "tasklist", …
 //	    head      INTEGER NOT NULL,  -- the last seq
@@ -60,13 +61,23 @@
 //	CREATE INDEX sessions_list ON sessions (namespace, updated DESC, id, kind, entry);
 //
 //	CREATE TABLE events (
-//	    session TEXT    NOT NULL,    -- sessions.id
-//	    seq     INTEGER NOT NULL,    -- 1, 2, 3 … with no gaps
-//	    type    TEXT    NOT NULL,    -- session.Type
-//	    time    INTEGER NOT NULL,    -- unix microseconds, UTC
-//	    data    BLOB,                -- the event's JSON payload, byte for byte
-//	    PRIMARY KEY (session, seq)
+//	    key  INTEGER PRIMARY KEY,    -- sessions.n << 32 | seq
+//	    seq  INTEGER GENERATED ALWAYS AS (key & 4294967295) VIRTUAL,
+//	    type TEXT    NOT NULL,       -- session.Type
+//	    time INTEGER NOT NULL,       -- unix microseconds, UTC
+//	    data BLOB                    -- the event's JSON payload, byte for byte
 //	);
+//	CREATE VIEW session_events (session, seq, type, time, data) AS …;
+//
+// An event's primary key is (session, seq), packed into SQLite's rowid: the
+// session's number n (allocated when the session is created, one more than
+// the largest in use) in the high bits and the seq (1, 2, 3 … with no
+// gaps, at most 2³²-1) in the low 32. A session's events therefore lie
+// together, in seq order, in the table's only b-tree: an append inserts
+// into one b-tree, a read is one range scan with each row stored whole
+// (events up to about 4 KiB need no overflow page), and truncating or
+// deleting a log is one range delete. The session_events view shows the
+// events with their session's id, for people and tools.
 //
 // A session's row in sessions is written in the same transaction as every
 // change to its events: Append folds the new events into the summary with

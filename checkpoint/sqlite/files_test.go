@@ -752,3 +752,52 @@ func TestNoGoroutineLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSessionEventsView reads a database with plain SQL through the view
+// doc.go documents, as a person with the sqlite3 shell would.
+func TestSessionEventsView(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s)
+	if err := s.Delete(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(t.Context(), "c", 0, []session.Event{startedIn("c", "ns")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := sqlDB(t, path)
+	rows, err := db.Query(`SELECT session, seq, type FROM session_events ORDER BY session, seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id, typ string
+		var seq int64
+		if err := rows.Scan(&id, &seq, &typ); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, id+" "+strconv.FormatInt(seq, 10)+" "+typ)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"b 1 session_started", "b 2 user_prompt", "b 3 user_prompt", "c 1 session_started"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("session_events (-want +got):\n%s", diff)
+	}
+	var seqs string
+	if err := db.QueryRow(`SELECT group_concat(seq, ' ') FROM (SELECT seq FROM events ORDER BY key)`).Scan(&seqs); err != nil {
+		t.Fatal(err)
+	}
+	if seqs != "1 2 3 1" {
+		t.Fatalf("the events table's seq column reads %q, want \"1 2 3 1\"", seqs)
+	}
+}

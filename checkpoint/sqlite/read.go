@@ -31,7 +31,8 @@ const (
 
 // Statements of the read path.
 const (
-	stmtPage   = `SELECT seq, type, time, data FROM events WHERE session = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	stmtPage = `SELECT e.key & 4294967295, e.type, e.time, e.data FROM sessions s, events e
+		WHERE s.id = ?1 AND e.key >= (s.n << 32) + ?2 AND e.key <= (s.n << 32) + 4294967295 ORDER BY e.key LIMIT ?3`
 	stmtExists = `SELECT 1 FROM sessions WHERE id = ?`
 	// List reads the sessions_list index only, and has SQLite concatenate
 	// the entries into one value: one row to hand over instead of
@@ -147,7 +148,7 @@ func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (pa
 	}
 	switch {
 	case last != nil && (len(page) == 0 || !last.matches(page[0])):
-		sum, found, err := s.summary(ctx, c, id)
+		sum, _, found, err := s.summary(ctx, c, id)
 		switch {
 		case err != nil:
 			return nil, false, s.readError(err)
@@ -243,7 +244,7 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	var sum session.Summary
 	var found bool
 	err = s.retry(ctx, func() (err error) {
-		sum, found, err = s.summary(ctx, c, id)
+		sum, _, found, err = s.summary(ctx, c, id)
 		return err
 	})
 	switch {

@@ -55,20 +55,33 @@ type outcome struct {
 	err  error
 }
 
-// Statements of the write path.
+// Statements of the write path. An event's key is its session's number
+// and its seq packed into one integer (see eventKey), so a session's events
+// are one range of keys.
 const (
-	stmtSummary = `SELECT CAST(entry AS TEXT) FROM sessions WHERE id = ?`
-	stmtInsert  = `INSERT INTO events (session, seq, type, time, data) VALUES (?, ?, ?, ?, ?)`
-	stmtSave    = `INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, title, summary, entry)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	stmtSummary = `SELECT n, CAST(entry AS TEXT) FROM sessions WHERE id = ?`
+	stmtNumber  = `SELECT coalesce(max(n), 0) + 1 FROM sessions`
+	stmtInsert  = `INSERT INTO events (key, type, time, data) VALUES (?, ?, ?, ?)`
+	stmtSave    = `INSERT INTO sessions (id, n, namespace, kind, head, messages, status, created, updated, title, summary, entry)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, head = excluded.head,
 			messages = excluded.messages, status = excluded.status, created = excluded.created, updated = excluded.updated,
 			title = excluded.title, summary = excluded.summary, entry = excluded.entry`
-	stmtCutTail     = `DELETE FROM events WHERE session = ? AND seq > ?`
-	stmtKept        = `SELECT seq, type, time, data FROM events WHERE session = ? AND seq <= ? ORDER BY seq`
-	stmtDropEvents  = `DELETE FROM events WHERE session = ?`
+	// The events with keys in (?, ?]: a tail, a head, or a whole log.
+	stmtDropRange   = `DELETE FROM events WHERE key > ? AND key <= ?`
+	stmtRange       = `SELECT key & 4294967295, type, time, data FROM events WHERE key > ? AND key <= ? ORDER BY key`
 	stmtDropSession = `DELETE FROM sessions WHERE id = ?`
 )
+
+// Limits of the packed keys: seqs take the low 32 bits, session numbers
+// the 31 above them.
+const (
+	maxSeq    = 1<<32 - 1
+	maxNumber = 1<<31 - 1
+)
+
+// eventKey is the events table key of seq in the session numbered n.
+func eventKey(n, seq int64) int64 { return n<<32 | seq }
 
 // Append implements checkpoint.Checkpointer. Event times are kept to the
 // microsecond and returned in UTC.
@@ -251,7 +264,8 @@ func batchContext(reqs []*request) (context.Context, func()) {
 // apply performs one request inside the batch's transaction. reqErr is the
 // request's own failure (nothing of it was written); err fails the batch.
 func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
-	sum, found, err := s.summary(context.Background(), c, r.id)
+	bg := context.Background()
+	sum, n, found, err := s.summary(bg, c, r.id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -260,16 +274,22 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 		if sum.Head != r.expected {
 			return 0, &checkpoint.ConflictError{Session: r.id, Expected: r.expected, Actual: sum.Head}, nil
 		}
+		if last := r.events[len(r.events)-1].Seq; last > maxSeq {
+			return 0, fmt.Errorf("append %s: %w: the log would pass %d events, the most one session holds; start a new session", r.id, checkpoint.ErrInvalid, int64(maxSeq)), nil
+		}
 		if !found {
 			sum = session.Summary{ID: r.id}
+			if n, err = s.newNumber(c); err != nil {
+				return 0, nil, err
+			}
 		}
 		for _, e := range r.events {
-			if _, err := c.exec(context.Background(), stmtInsert, r.id, e.Seq, string(e.Type), e.Time.UnixMicro(), []byte(e.Data)); err != nil {
+			if _, err := c.exec(bg, stmtInsert, eventKey(n, e.Seq), string(e.Type), e.Time.UnixMicro(), []byte(e.Data)); err != nil {
 				return 0, nil, err
 			}
 			sum.Apply(e)
 		}
-		return sum.Head, nil, s.save(c, r.id, &sum)
+		return sum.Head, nil, s.save(c, r.id, n, &sum)
 
 	case opTruncate:
 		switch {
@@ -282,40 +302,56 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 		case r.keep == sum.Head:
 			return sum.Head, nil, nil
 		}
-		if _, err := c.exec(context.Background(), stmtCutTail, r.id, r.keep); err != nil {
+		if _, err := c.exec(bg, stmtDropRange, eventKey(n, r.keep), eventKey(n, maxSeq)); err != nil {
 			return 0, nil, err
 		}
-		sum, err := s.refold(c, r.id, r.keep)
+		sum, err := s.refold(c, r.id, n, r.keep)
 		if err != nil {
 			return 0, nil, err
 		}
-		return sum.Head, nil, s.save(c, r.id, &sum)
+		return sum.Head, nil, s.save(c, r.id, n, &sum)
 
 	default: // opDelete
 		if !found {
 			return 0, fmt.Errorf("delete %s: %w", r.id, checkpoint.ErrNotFound), nil
 		}
-		if _, err := c.exec(context.Background(), stmtDropEvents, r.id); err != nil {
+		if _, err := c.exec(bg, stmtDropRange, eventKey(n, 0), eventKey(n, maxSeq)); err != nil {
 			return 0, nil, err
 		}
-		_, err := c.exec(context.Background(), stmtDropSession, r.id)
+		_, err := c.exec(bg, stmtDropSession, r.id)
 		return 0, nil, err
 	}
 }
 
-// summary reads the stored summary of session id; found is false (and the
-// summary zero, so its head 0) when there is no such session.
-func (s *Store) summary(ctx context.Context, c *conn, id string) (sum session.Summary, found bool, err error) {
+// newNumber allocates the number of a new session: one more than the
+// largest in use.
+func (s *Store) newNumber(c *conn) (int64, error) {
 	dest := make([]driver.Value, 1)
+	if _, err := c.row(context.Background(), dest, stmtNumber); err != nil {
+		return 0, err
+	}
+	n, _ := dest[0].(int64)
+	if n < 1 || n > maxNumber {
+		return 0, fmt.Errorf("%s holds the most sessions it can number (%d); delete sessions or use a new database", s.path, int64(maxNumber))
+	}
+	return n, nil
+}
+
+// summary reads the stored summary and the number of session id; found is
+// false (and the summary zero, so its head 0) when there is no such
+// session.
+func (s *Store) summary(ctx context.Context, c *conn, id string) (sum session.Summary, n int64, found bool, err error) {
+	dest := make([]driver.Value, 2)
 	found, err = c.row(ctx, dest, stmtSummary, id)
 	if err != nil || !found {
-		return session.Summary{}, false, err
+		return session.Summary{}, 0, false, err
 	}
-	sum, err = decodeEntry(asString(dest[0]))
+	n, _ = dest[0].(int64)
+	sum, err = decodeEntry(asString(dest[1]))
 	if err != nil {
-		return session.Summary{}, false, fmt.Errorf("the summary of session %s in %s is damaged (%w); delete the session or restore the database from a backup", id, s.path, err)
+		return session.Summary{}, 0, false, fmt.Errorf("the summary of session %s in %s is damaged (%w); delete the session or restore the database from a backup", id, s.path, err)
 	}
-	return sum, true, nil
+	return sum, n, true, nil
 }
 
 // asString returns a text or blob column's value as a string. Entries are
@@ -331,22 +367,22 @@ func asString(v driver.Value) string {
 	return ""
 }
 
-// save writes the summary row of session id.
-func (s *Store) save(c *conn, id string, sum *session.Summary) error {
+// save writes the summary row of session id, numbered n.
+func (s *Store) save(c *conn, id string, n int64, sum *session.Summary) error {
 	js, err := json.Marshal(sum)
 	if err != nil {
 		return err
 	}
-	_, err = c.exec(context.Background(), stmtSave, id, sum.Namespace, sum.Kind, sum.Head, int64(sum.Messages),
+	_, err = c.exec(context.Background(), stmtSave, id, n, sum.Namespace, sum.Kind, sum.Head, int64(sum.Messages),
 		string(sum.Status), sum.Created.UnixMicro(), sum.Updated.UnixMicro(), sum.Title, string(js), encodeEntry(sum))
 	return err
 }
 
-// refold recomputes the summary of session id from its events through
-// seq keep.
-func (s *Store) refold(c *conn, id string, keep int64) (session.Summary, error) {
+// refold recomputes the summary of session id, numbered n, from its events
+// through seq keep.
+func (s *Store) refold(c *conn, id string, n, keep int64) (session.Summary, error) {
 	sum := session.Summary{ID: id}
-	rows, err := c.query(context.Background(), stmtKept, id, keep)
+	rows, err := c.query(context.Background(), stmtRange, eventKey(n, 0), eventKey(n, keep))
 	if err != nil {
 		return sum, err
 	}

@@ -341,8 +341,8 @@ func storedRow(tb testing.TB, s *Store, id string) storedSummary {
 
 // TestQueryPlans pins the plans the speed of the store depends on: List
 // reads nothing but the sessions_list index and never sorts for one
-// namespace, Read walks the events primary key, and the head check is one
-// primary key lookup.
+// namespace, Read and Truncate walk a range of the events table's keys, and
+// the head check is one primary key lookup.
 func TestQueryPlans(t *testing.T) {
 	s, _ := openTemp(t, nil)
 	c, err := s.pool.get(t.Context())
@@ -359,8 +359,12 @@ func TestQueryPlans(t *testing.T) {
 		{stmtListAll, 2, []string{"USING COVERING INDEX sessions_list"}, []string{"TEMP B-TREE"}},
 		{stmtListNSKind, 2, []string{"COVERING INDEX sessions_list"}, nil},
 		{stmtListNSAll, 1, []string{"COVERING INDEX sessions_list"}, nil},
-		{stmtPage, 3, []string{"USING INDEX sqlite_autoindex_events_1"}, []string{"TEMP B-TREE"}},
-		{stmtSummary, 1, []string{"USING PRIMARY KEY"}, nil},
+		{stmtPage, 3, []string{"SEARCH s USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, []string{"TEMP B-TREE"}},
+		{stmtRange, 2, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, []string{"TEMP B-TREE"}},
+		{stmtDropRange, 2, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, nil},
+		{stmtSummary, 1, []string{"SEARCH sessions USING PRIMARY KEY (id=?)"}, nil},
+		{stmtNumber, 0, []string{"SEARCH sessions USING COVERING INDEX sqlite_autoindex_sessions_2"}, nil},
+		{`SELECT * FROM session_events WHERE session = ?`, 1, []string{"SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, nil},
 	}
 	for _, tc := range cases {
 		args := make([]driver.Value, tc.args)
