@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +85,14 @@ func Open(path string, opts *Options) (*Store, error) {
 // copies pages once instead of through a read system call each.
 func (s *Store) pragmas() string {
 	return fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(FULL)&_pragma=foreign_keys(0)&_pragma=journal_size_limit(%d)&_pragma=mmap_size(268435456)",
-		s.busyTimeout.Milliseconds(), walSizeLimit)
+		s.busyMillis(), walSizeLimit)
+}
+
+// busyMillis is the busy_timeout pragma's value: BusyTimeout in
+// milliseconds, at most what SQLite's int holds (about 24 days; retry waits
+// for the rest).
+func (s *Store) busyMillis() int64 {
+	return min(s.busyTimeout.Milliseconds(), math.MaxInt32)
 }
 
 // openMemory opens one connection to a new in-memory database: all calls
@@ -248,7 +256,7 @@ func (s *Store) openReadOnly() error {
 	//     shared memory is mapped read-only, so neither file changes.
 	//   - A -wal file alone (its -shm was deleted): SQLite must rebuild the
 	//     -shm file to read the WAL; the database and the WAL stay unchanged.
-	base := "file:" + uriPath(abs) + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(" + fmt.Sprint(s.busyTimeout.Milliseconds()) + ")"
+	base := "file:" + uriPath(abs) + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(" + fmt.Sprint(s.busyMillis()) + ")"
 	open := func() (driver.Conn, error) {
 		dsn := base
 		switch {
