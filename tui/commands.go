@@ -66,7 +66,7 @@ func (m *model) result(r resultMsg) tea.Cmd {
 func (m *model) do(label string, f func(ctx context.Context) func(*model) tea.Cmd) tea.Cmd {
 	m.op = label
 	ctx := m.base
-	return func() tea.Msg { return resultMsg{apply: f(ctx)} }
+	return tea.Batch(func() tea.Msg { return resultMsg{apply: f(ctx)} }, m.spinTick())
 }
 
 // failed reports an operation's error in the transcript.

@@ -49,8 +49,8 @@ const (
 const (
 	mdInterval   = 50 * time.Millisecond // at most one Markdown render of the streamed answer per interval
 	maxLiveMD    = 32 << 10              // longer streamed answers are plain text until complete
-	cacheCap     = 256                   // rendered entries kept
-	cacheKeep    = 64                    // entries around the view kept when evicting
+	cacheCap     = 96                    // rendered entries kept
+	cacheKeep    = 24                    // entries around the view kept when evicting
 	maxInputRows = 8
 	drainMax     = 512 // updates taken from the subscription per message
 )
@@ -88,11 +88,12 @@ type model struct {
 	histIdx int
 	draft   string
 
-	busy    bool
-	cancel  context.CancelFunc
-	started time.Time
-	spin    spinner.Model
-	queued  []string
+	busy     bool
+	cancel   context.CancelFunc
+	started  time.Time
+	spin     spinner.Model
+	spinning bool // a spinner tick is on its way
+	queued   []string
 
 	asks    []*approvalAsk
 	mode    mode
@@ -241,7 +242,8 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case turnDoneMsg:
 		return m.turnDone(msg)
 	case spinner.TickMsg:
-		if !m.busy {
+		if !m.busy && m.op == "" {
+			m.spinning = false
 			return nil
 		}
 		var cmd tea.Cmd
@@ -435,7 +437,16 @@ func (m *model) startTurn(prompt string) tea.Cmd {
 		res, err := a.Send(ctx, prompt)
 		return turnDoneMsg{prompt: prompt, res: res, err: err}
 	}
-	return tea.Batch(send, m.spin.Tick)
+	return tea.Batch(send, m.spinTick())
+}
+
+// spinTick starts the spinner unless it runs.
+func (m *model) spinTick() tea.Cmd {
+	if m.spinning {
+		return nil
+	}
+	m.spinning = true
+	return m.spin.Tick
 }
 
 func (m *model) turnDone(msg turnDoneMsg) tea.Cmd {

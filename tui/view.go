@@ -116,7 +116,7 @@ func (m *model) activity(below bool) string {
 	case m.hint != "":
 		s = th.warn.Render(m.hint)
 	case m.op != "":
-		s = th.dim.Render(m.op + "…")
+		s = m.spin.View() + " " + th.dim.Render(m.op+"…")
 	case m.busy:
 		what := "working"
 		if len(m.asks) > 0 {
@@ -168,11 +168,19 @@ func (m *model) status() string {
 		}
 		return " " + strings.Join(kept, " · ") + " "
 	}
-	// Narrow screens: shorten the id and the workspace, drop the model,
-	// then abbreviate.
+	// Narrow screens: shorten the workspace from the left (down to its
+	// base name), then the id, drop the model, then abbreviate.
+	if over := ansi.StringWidth(line()) - m.width; over > 0 {
+		ws := m.workspace()
+		keep := ansi.StringWidth(ws) - over - 1
+		if base := filepath.Base(ws); keep > ansi.StringWidth(base) {
+			parts[4] = "…" + ansi.TruncateLeft(ws, ansi.StringWidth(ws)-keep, "")
+		} else {
+			parts[4] = base
+		}
+	}
 	steps := []func(){
 		func() { parts[0] = cut(id, 13) },
-		func() { parts[4] = filepath.Base(m.workspace()) },
 		func() { parts[2] = "" },
 		func() { parts[0], parts[1] = cut(id, 9), "r"+itoa(m.tr.head) },
 		func() { parts[3] = strings.Replace(parts[3], "tokens", "tok", 1) },
