@@ -43,7 +43,8 @@
 //	    updated    timestamptz, -- List orders by updated DESC, id
 //	    summary    json,       -- the whole session.Summary
 //	    generation bigint,     -- random; new on creation and on every Truncate
-//	    etag       bigint      -- random; new on every write to the session
+//	    etag       bigint,     -- random; new on every write to the session
+//	    max_data   integer     -- bytes of the largest event data in the log
 //	) WITH (fillfactor = 50)
 //
 // The sessions row is the fold of the log by session.Summary.Apply, updated
@@ -83,13 +84,15 @@
 //
 // # Reads
 //
-// Read fetches a log a page at a time (at most 4096 events or 4 MiB), each
-// page one statement that also returns the session's generation, and
-// fetches the next page while the caller works on the current one. No
-// connection is held while the caller runs. A Truncate or a re-creation
-// between two pages changes the generation, and the Read ends with an error
-// instead of mixing two logs. Head is one row; List reads only the sessions
-// table.
+// Read reads the session's row (head, generation, max_data), then the events
+// up to that head a page at a time: at most 2048 events, fewer when max_data
+// says a page would hold more than 4 MiB. Each page is one statement that
+// also returns the generation; two pages are fetched ahead, on connections
+// of their own, while the caller works on the current one, and no
+// connection is held while the caller runs. Events appended after the Read
+// began are not seen; a Truncate or a re-creation between two pages changes
+// the generation, and the Read ends with an error instead of mixing two
+// logs. Head is one row; List reads only the sessions table.
 //
 // Truncate locks the session's row (SELECT … FOR UPDATE), refolds the
 // summary from the kept events, deletes the rest and gives the session a

@@ -90,7 +90,7 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 				next = cur
 				return nil
 			}
-			sum, err := fold(ctx, tx, id, keepThrough)
+			sum, maxData, err := fold(ctx, tx, id, keepThrough)
 			if err != nil {
 				return err
 			}
@@ -103,9 +103,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 				return err
 			}
 			_, err = tx.Exec(ctx, `UPDATE sessions SET namespace = $2, kind = $3, head = $4, messages = $5, status = $6,
-				created = $7, updated = $8, summary = $9, generation = $10, etag = $11 WHERE id = $1`,
+				created = $7, updated = $8, summary = $9, generation = $10, etag = $11, max_data = $12 WHERE id = $1`,
 				id, sum.Namespace, sum.Kind, sum.Head, sum.Messages, string(sum.Status), sum.Created, sum.Updated,
-				string(js), next.gen, next.etag)
+				string(js), next.gen, next.etag, maxData)
 			head = sum.Head
 			return err
 		})
@@ -127,12 +127,14 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	return head, nil
 }
 
-// fold recomputes the summary of the first keep events of a log.
-func fold(ctx context.Context, tx pgx.Tx, id string, keep int64) (session.Summary, error) {
+// fold recomputes the summary of the first keep events of a log, and the
+// size of their largest data.
+func fold(ctx context.Context, tx pgx.Tx, id string, keep int64) (session.Summary, int32, error) {
 	sum := session.Summary{ID: id}
+	var maxData int32
 	rows, err := tx.Query(ctx, `SELECT seq, type, time, data FROM events WHERE session = $1 AND seq <= $2 ORDER BY seq`, id, keep)
 	if err != nil {
-		return sum, err
+		return sum, 0, err
 	}
 	defer rows.Close()
 	var e session.Event
@@ -140,12 +142,13 @@ func fold(ctx context.Context, tx pgx.Tx, id string, keep int64) (session.Summar
 	var tm time.Time
 	for rows.Next() {
 		if err := rows.Scan(&e.Seq, &typ, &tm, &e.Data); err != nil {
-			return sum, err
+			return sum, 0, err
 		}
 		e.Type, e.Time = session.Type(typ), tm.UTC()
 		sum.Apply(e)
+		maxData = max(maxData, int32(len(e.Data)))
 	}
-	return sum, rows.Err()
+	return sum, maxData, rows.Err()
 }
 
 // retrySafe runs fn again while it fails before anything reached the server

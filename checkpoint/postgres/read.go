@@ -13,152 +13,150 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// Read pages are capped by rows and by bytes, so that a log of big file
-// snapshots is not read into memory at once. The first page is small so the
-// caller can start on it while the next one is fetched.
+// A Read fetches pages of up to pageRows events, fewer when the session has
+// big events so that a page holds at most pageBytes of data, with
+// pagesAhead pages in flight while the caller works. The first page is small
+// so that the caller can start early.
 const (
-	firstPageRows = 512
-	pageRows      = 4096
+	firstPageRows = 256
+	pageRows      = 2048
 	pageBytes     = 4 << 20
+	pagesAhead    = 2
 )
 
-// readPageSQL returns up to $3 events of session $1 from seq $2 on, ending
-// with the first event at which the data read reaches $4 bytes, each row
-// with the session's generation (NULL if the session does not exist). One
-// statement, so one snapshot: the generation and the events agree.
+// readPageSQL returns the events of session $1 with seqs $2 to $3, each row
+// with the session's generation. One statement, so one snapshot: the
+// generation and the events agree.
 const readPageSQL = `SELECT (SELECT generation FROM sessions WHERE id = $1), seq, type, time, data
 FROM events
-WHERE session = $1 AND seq >= $2 AND seq <= (
-	SELECT coalesce(min(seq), $2 + $3) FROM (
-		SELECT seq, sum(len) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS upto
-		FROM (
-			SELECT seq, coalesce(octet_length(data), 0) AS len
-			FROM events WHERE session = $1 AND seq >= $2
-			ORDER BY seq LIMIT $3
-		) sizes
-	) running
-	WHERE upto >= $4
-)
-ORDER BY seq
-LIMIT $3`
+WHERE session = $1 AND seq BETWEEN $2 AND $3
+ORDER BY seq`
 
-// page is one page of a Read.
+// page is the outcome of reading one page.
 type page struct {
-	gen    int64
-	events []session.Event
-	last   bool // no events after these when the page was read
+	from, to int64 // the seqs asked for
+	gen      *int64
+	events   []session.Event
+	err      error
 }
 
-// fetched is the outcome of reading a page.
-type fetched struct {
-	p     page
-	found bool
-	err   error
-}
-
-// Read implements checkpoint.Checkpointer. It reads the log a page at a time
-// (up to 4096 events or 4 MiB), each page one statement, and fetches the next
-// page while the caller consumes the current one. It holds no connection
-// while the caller runs. If the session is truncated or deleted and
+// Read implements checkpoint.Checkpointer. It reads the session's row first
+// (head, generation, the size of its largest event), then the events up to
+// that head a page at a time, each page one statement on a connection of its
+// own, with the next pages fetched while the caller consumes the current
+// one. It holds no connection while the caller runs. Events appended after
+// Read began are not seen. If the session is truncated, deleted or
 // re-created between two pages, the iteration ends with an error rather than
-// mix two logs; appends between pages are simply seen.
+// mix two logs.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
-		next := max(fromSeq, 1)
-		ahead := make(chan fetched, 1)
-		fetch := func(from int64, rows int) {
-			p, found, err := s.readPage(ctx, id, from, rows)
-			ahead <- fetched{p, found, err}
+		gen, head, maxData, err := s.readMeta(ctx, id)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			yield(session.Event{}, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound))
+			return
+		case err != nil:
+			yield(session.Event{}, s.fail("read "+id, err))
+			return
 		}
-		go fetch(next, firstPageRows)
-		var gen int64
-		for first := true; ; first = false {
-			f := <-ahead
-			p := f.p
+		rows := int64(pageRows)
+		if maxData > 0 {
+			rows = min(max(int64(pageBytes/maxData), 1), pageRows)
+		}
+		next := max(fromSeq, 1)
+		var ahead []chan page
+		fetch := func(n int64) {
+			if next > head {
+				return
+			}
+			from, to := next, min(next+n-1, head)
+			next = to + 1
+			ch := make(chan page, 1) // a fetch the caller abandoned ends on its own
+			ahead = append(ahead, ch)
+			go func() { ch <- s.readPage(ctx, id, from, to) }()
+		}
+		fetch(min(rows, firstPageRows))
+		for range pagesAhead - 1 {
+			fetch(rows)
+		}
+		for len(ahead) > 0 {
+			p := <-ahead[0]
+			ahead = ahead[1:]
 			switch {
-			case f.err != nil:
-				yield(session.Event{}, s.fail("read "+id, f.err))
+			case p.err != nil:
+				yield(session.Event{}, s.fail("read "+id, p.err))
 				return
-			case !f.found && first:
-				yield(session.Event{}, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound))
-				return
-			case !f.found:
+			case p.gen == nil:
 				yield(session.Event{}, fmt.Errorf("read %s: %w: the session was deleted while being read", id, checkpoint.ErrNotFound))
 				return
-			case !first && p.gen != gen:
-				yield(session.Event{}, fmt.Errorf("read %s: the session was truncated or replaced while being read (at seq %d): read it again", id, next))
+			case *p.gen != gen || int64(len(p.events)) != p.to-p.from+1:
+				yield(session.Event{}, fmt.Errorf("read %s: the session was truncated or replaced while being read (at seq %d): read it again", id, p.from))
 				return
 			}
-			gen = p.gen
-			if !p.last {
-				// A caller that stops early leaves this fetch to finish on
-				// its own; Close waits for it.
-				go fetch(p.events[len(p.events)-1].Seq+1, pageRows)
-			}
+			fetch(rows)
 			for _, e := range p.events {
 				if !yield(e, nil) {
 					return
 				}
 			}
-			if p.last {
-				return
-			}
-			next = p.events[len(p.events)-1].Seq + 1
 		}
 	}
 }
 
-// readPage reads up to rows events of a log from seq from on. found is false
-// if the session does not exist. A page that ends the log has last set.
-func (s *Store) readPage(ctx context.Context, id string, from int64, limit int) (p page, found bool, err error) {
+// readMeta reads what Read needs of the session's row; pgx.ErrNoRows if
+// there is none.
+func (s *Store) readMeta(ctx context.Context, id string) (gen, head int64, maxData int, err error) {
 	if err := s.enter(); err != nil {
-		return p, false, err
+		return 0, 0, 0, err
 	}
 	defer s.leave()
 	err = s.retry(ctx, func() error {
-		p, found = page{}, false
-		rows, err := s.pool.Query(ctx, readPageSQL, id, from, limit, pageBytes)
+		return s.pool.QueryRow(ctx, `SELECT generation, head, max_data FROM sessions WHERE id = $1`, id).Scan(&gen, &head, &maxData)
+	})
+	return gen, head, maxData, err
+}
+
+// readPage reads the events with seqs from to to.
+func (s *Store) readPage(ctx context.Context, id string, from, to int64) (p page) {
+	p.from, p.to = from, to
+	if p.err = s.enter(); p.err != nil {
+		return p
+	}
+	defer s.leave()
+	p.err = s.retry(ctx, func() error {
+		p.gen, p.events = nil, make([]session.Event, 0, to-from+1)
+		rows, err := s.pool.Query(ctx, readPageSQL, id, from, to)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		var (
-			gen   *int64
-			typ   string
-			tm    time.Time
-			bytes int
+			typ string
+			tm  time.Time
 		)
 		for rows.Next() {
 			var e session.Event
-			if err := rows.Scan(&gen, &e.Seq, &typ, &tm, &e.Data); err != nil {
+			if err := rows.Scan(&p.gen, &e.Seq, &typ, &tm, &e.Data); err != nil {
 				return err
-			}
-			if gen == nil {
-				break // events without a session: it is being deleted
 			}
 			e.Type, e.Time = session.Type(typ), tm.UTC()
 			p.events = append(p.events, e)
-			bytes += len(e.Data)
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(p.events) > 0 {
-			p.gen, found = *gen, true
-			p.last = len(p.events) < limit && bytes < pageBytes
-			return nil
+		if len(p.events) == 0 {
+			// Nothing in the range: the log was cut or the session is gone.
+			var g int64
+			if err := s.pool.QueryRow(ctx, `SELECT generation FROM sessions WHERE id = $1`, id).Scan(&g); err == nil {
+				p.gen = &g
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
 		}
-		// No events from here on: does the session exist?
-		p.last = true
-		err = s.pool.QueryRow(ctx, `SELECT generation FROM sessions WHERE id = $1`, id).Scan(&p.gen)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		found = err == nil
-		return err
+		return nil
 	})
-	return p, found, err
+	return p
 }
 
 // Head implements checkpoint.Checkpointer: one row of the sessions table.

@@ -11,7 +11,8 @@ CREATE TABLE sessions (
     updated    timestamptz NOT NULL,
     summary    json NOT NULL,
     generation bigint NOT NULL,
-    etag       bigint NOT NULL
+    etag       bigint NOT NULL,
+    max_data   integer NOT NULL  -- bytes of the largest event data in the log
 ) WITH (fillfactor = 50);
 
 -- Only columns that never change once a session exists are indexed, and
