@@ -67,6 +67,9 @@ type nsIndex struct {
 	// writes counts records appended by this process, to compact now and
 	// then even when this process never lists.
 	writes atomic.Int64
+	// baseSize is the file's size when it was last loaded (after a
+	// rewrite, its compact size).
+	baseSize atomic.Int64
 
 	mu       sync.Mutex // guards everything below
 	f        *os.File   // the index file (read-write, O_APPEND, unless read-only)
@@ -198,6 +201,12 @@ func (n *nsIndex) write(recs ...indexRecord) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for range 3 {
+		if n.loaded && n.recheck.Load() {
+			// Still in place unless it lost its name (replaced or removed).
+			if ok, _, err := linked(n.f); err == nil && ok {
+				n.recheck.Store(false)
+			}
+		}
 		if n.loaded && !n.recheck.Load() {
 			_, err := n.f.Write(b)
 			if err != nil {
@@ -295,6 +304,7 @@ func (n *nsIndex) loadLocked() error {
 		return fmt.Errorf("open index %s: %w", n.path, err)
 	}
 	n.f, n.fid, n.loaded = f, id, true
+	n.baseSize.Store(size)
 	hb := make([]byte, min(size, int64(len(indexMagic))+recordHeaderLen+256))
 	if _, err := f.ReadAt(hb, 0); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read index %s: %w", n.path, err)

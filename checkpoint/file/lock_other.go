@@ -15,6 +15,8 @@ func lock(ctx context.Context, f *os.File, exclusive bool) error { return errNoL
 func unlock(f *os.File) error                                    { return errNoLockSupport }
 func sameFile(f *os.File, path string) (bool, int64, error)      { return false, 0, errNoLockSupport }
 
+func linked(f *os.File) (bool, int64, error) { return false, 0, errNoLockSupport }
+
 func statID(path string) (id fileID, size int64, ok bool, err error) {
 	return id, 0, false, errNoLockSupport
 }

@@ -96,6 +96,17 @@ func sameFile(f *os.File, path string) (same bool, size int64, err error) {
 	return a.Dev == b.Dev && a.Ino == b.Ino, b.Size, nil
 }
 
+// linked reports whether the open file f still has a name and its size: a
+// log or index replaced by rename, or removed, has none. Nothing in a store
+// makes other links, so a linked file is still at the path it was opened by.
+func linked(f *os.File) (ok bool, size int64, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false, 0, err
+	}
+	return st.Nlink > 0, st.Size, nil
+}
+
 // fileID is what identifies an open file: device and inode.
 type fileID struct{ dev, ino uint64 }
 

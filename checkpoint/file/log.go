@@ -112,13 +112,13 @@ func (h *handle) open(ctx context.Context, create *appendReq) error {
 				h.drop()
 				return err
 			}
-			id, size, ok, err := statID(h.path)
+			ok, size, err := linked(h.f)
 			if err != nil {
 				unlock(h.f)
 				h.drop()
 				return err
 			}
-			if ok && id == h.fid {
+			if ok {
 				if h.loaded && size == h.size {
 					return nil
 				}
@@ -611,9 +611,14 @@ func (h *handle) commit(batch []*appendReq) {
 // that the index is not growing without bound.
 const compactEvery = 4096
 
-// maybeCompact compacts the index now and then, outside any lock.
+// maybeCompact compacts the index now and then, outside any lock, when it
+// has grown well past its size after the last rewrite.
 func (n *nsIndex) maybeCompact(ctx context.Context) {
-	if w := n.writes.Load(); w >= compactEvery && n.writes.CompareAndSwap(w, 0) {
+	if w := n.writes.Load(); w < compactEvery || !n.writes.CompareAndSwap(w, 0) {
+		return
+	}
+	_, size, ok, err := statID(n.path)
+	if err == nil && ok && size > 1<<20 && size > 4*n.baseSize.Load() {
 		n.ensure(ctx) // best effort: a failure here is retried next time
 	}
 }
