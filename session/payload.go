@@ -44,8 +44,8 @@ func scanPrompt(data []byte, p *UserPrompt) bool {
 
 // decodeMessage decodes an assistant_message payload; StopReason and Model
 // are left out. Tool inputs share the event's Data.
-func decodeMessage(e Event, p *AssistantMessage) bool {
-	if scanMessage(e.Data, p) {
+func decodeMessage(e Event, p *AssistantMessage, slab *blockSlab) bool {
+	if scanMessage(e.Data, p, slab) {
 		return true
 	}
 	if !fallback(e, p) {
@@ -56,7 +56,7 @@ func decodeMessage(e Event, p *AssistantMessage) bool {
 }
 
 // scanMessage is decodeMessage's fast path.
-func scanMessage(data []byte, p *AssistantMessage) bool {
+func scanMessage(data []byte, p *AssistantMessage, slab *blockSlab) bool {
 	s := scanner{b: data}
 	var seen uint64
 	ok := s.object(func(key []byte, flags int) bool {
@@ -64,7 +64,7 @@ func scanMessage(data []byte, p *AssistantMessage) bool {
 		switch {
 		case !ok:
 		case name == "blocks":
-			p.Blocks, ok = s.blocks()
+			p.Blocks, ok = s.blocks(slab)
 		case name == "usage":
 			p.Usage, ok = s.usage()
 		case name != "":
@@ -76,13 +76,45 @@ func scanMessage(data []byte, p *AssistantMessage) bool {
 }
 
 // blocks reads an array of content blocks.
-func (s *scanner) blocks() ([]Block, bool) {
-	out := []Block{}
+func (s *scanner) blocks(slab *blockSlab) ([]Block, bool) {
+	out := slab.free()
 	_, ok := s.array(func() bool {
 		out = append(out, Block{})
 		return s.block(&out[len(out)-1])
 	})
-	return out, ok
+	if ok {
+		slab.take(out)
+	}
+	return out[:len(out):len(out)], ok
+}
+
+// blockSlab hands out the blocks of successive messages from shared arrays,
+// so that a replay allocates them a few dozen at a time rather than one
+// message at a time. The zero blockSlab is ready to use; a nil one allocates
+// every message's blocks apart.
+type blockSlab struct{ blocks []Block }
+
+// free returns an empty, non-nil slice whose capacity is the slab's unused
+// part (or a new array, when that is small).
+func (b *blockSlab) free() []Block {
+	if b == nil {
+		return []Block{}
+	}
+	if cap(b.blocks)-len(b.blocks) < 4 {
+		b.blocks = make([]Block, 0, min(max(2*cap(b.blocks), 16), 256))
+	}
+	return b.blocks[len(b.blocks):]
+}
+
+// take marks the blocks of out used if they were appended in the slab (a
+// message with more blocks than the slab had room for got its own array).
+func (b *blockSlab) take(out []Block) {
+	if b == nil || len(out) == 0 {
+		return
+	}
+	if rest := b.blocks[len(b.blocks):cap(b.blocks)]; len(rest) > 0 && &rest[0] == &out[0] {
+		b.blocks = b.blocks[:len(b.blocks)+len(out)]
+	}
 }
 
 // block reads one content block. Input is a capacity-limited slice of the

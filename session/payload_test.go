@@ -40,8 +40,8 @@ func checkPayload(t testing.TB, data []byte) (fast int) {
 		func(p *UserPrompt) bool { return scanPrompt(data, p) },
 		func(p *UserPrompt) bool { return decodePrompt(e, p) })
 	fast += checkDecoder(t, "assistant_message", data, keepMessage,
-		func(p *AssistantMessage) bool { return scanMessage(data, p) },
-		func(p *AssistantMessage) bool { return decodeMessage(e, p) })
+		func(p *AssistantMessage) bool { return scanMessage(data, p, nil) },
+		func(p *AssistantMessage) bool { return decodeMessage(e, p, nil) })
 	fast += checkDecoder(t, "tool_started", data, keepStarted,
 		func(p *ToolStarted) bool { return scanStarted(data, p) },
 		func(p *ToolStarted) bool { return decodeStarted(e, p) })
@@ -195,7 +195,7 @@ func TestFastPathTakesUsualPayloads(t *testing.T) {
 		case TypeUserPrompt:
 			ok = scanPrompt(e.Data, new(UserPrompt))
 		case TypeAssistantMessage:
-			ok = scanMessage(e.Data, new(AssistantMessage))
+			ok = scanMessage(e.Data, new(AssistantMessage), nil)
 		case TypeToolStarted:
 			ok = scanStarted(e.Data, new(ToolStarted))
 		case TypeFileSnapshot:

@@ -349,7 +349,7 @@ func fastFor(t Type, data []byte) bool {
 	case TypeUserPrompt:
 		return scanPrompt(data, new(UserPrompt))
 	case TypeAssistantMessage:
-		return scanMessage(data, new(AssistantMessage))
+		return scanMessage(data, new(AssistantMessage), nil)
 	case TypeToolStarted:
 		return scanStarted(data, new(ToolStarted))
 	case TypeFileSnapshot:

@@ -71,6 +71,8 @@ type State struct {
 	// snapped holds the paths snapshotted since the latest checkpoint (a
 	// user prompt or a restore).
 	snapped map[string]bool
+	// slab holds the blocks of assistant messages.
+	slab blockSlab
 }
 
 // Replay folds a whole log.
@@ -105,7 +107,7 @@ func (s *State) Apply(e Event) {
 	case TypeAssistantMessage:
 		s.Summary.apply(e, &facts{})
 		var p AssistantMessage
-		if !decodeMessage(e, &p) {
+		if !decodeMessage(e, &p, &s.slab) {
 			return
 		}
 		s.closeUnanswered(NotRun)

@@ -114,3 +114,18 @@ func BenchmarkSummary10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchLogLen), "ns/event")
 }
+
+// BenchmarkReplay100Turns folds a session of 100 whole turns of the Mix shape
+// (701 events, about 1 MB), as resuming such a session does after reading it.
+func BenchmarkReplay100Turns(b *testing.B) {
+	events := benchMixLog(1 + 100*7)
+	for b.Loop() {
+		var st State
+		for _, e := range events {
+			st.Apply(e)
+		}
+		if got := len(st.Checkpoints()); got != 100 {
+			b.Fatalf("replay: %d checkpoints, want 100", got)
+		}
+	}
+}
