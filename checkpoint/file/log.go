@@ -609,7 +609,7 @@ func (h *handle) commit(batch []*appendReq) {
 
 // compactEvery is how many index records a process appends between checks
 // that the index is not growing without bound.
-const compactEvery = 4096
+const compactEvery = 1024
 
 // maybeCompact compacts the index now and then, outside any lock, when it
 // has grown well past its size after the last rewrite.

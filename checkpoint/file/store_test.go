@@ -635,3 +635,26 @@ func TestConcurrentCreateOneID(t *testing.T) {
 		t.Fatalf("logs for the id: %q", m)
 	}
 }
+
+func TestIndexBoundedForWriters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends 1,200 times")
+	}
+	root := t.TempDir()
+	s := openStore(t, root, nil)
+	// A long workdir makes every summary record about 2 KiB.
+	ns := "/" + strings.Repeat("long/", 200) + "workdir"
+	head := appendOK(t, s, "s1", 0, started("s1", ns), prompt("title"))
+	largest, idx := int64(0), indexPath(t, root, "s1")
+	for range 1200 {
+		head = appendOK(t, s, "s1", head, prompt("p"))
+		largest = max(largest, sizeOf(t, idx))
+	}
+	// A writer that never lists still keeps the index compact.
+	if got := sizeOf(t, idx); largest < 1<<20 || got > largest/4 {
+		t.Fatalf("index is %d bytes, at most %d before: want it compacted once it passed 1 MiB", got, largest)
+	}
+	if h, err := openStore(t, root, nil).Head(t.Context(), "s1"); err != nil || h.Head != head {
+		t.Fatalf("head = %+v, %v; want %d", h, err, head)
+	}
+}
