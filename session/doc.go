@@ -18,4 +18,15 @@
 // back without error and is written out again unchanged. The golden files
 // under testdata/ pin the encoding of every known type; a change that breaks
 // them breaks every log already on disk.
+//
+// # Replay
+//
+// [State.Apply] runs for every event each time a session is resumed, so it
+// does not decode payloads with encoding/json: the payloads of the common
+// types (prompts, messages, tool intents, snapshots, receipts) are read by a
+// small scanner that keeps only the fields replay uses and checks the rest.
+// It accepts exactly what encoding/json accepts and reads it the same way;
+// whatever it is not sure of (escaped or differently cased keys, repeated
+// keys, nulls, numbers to convert) it leaves to encoding/json. Differential
+// tests and fuzz targets hold the two together.
 package session

@@ -88,7 +88,8 @@ func Replay(events []Event) *State {
 // are counted in the summary and otherwise skipped; unknown types are skipped.
 // Each payload is decoded once, for both the summary and the state, and only
 // the fields replay uses are kept (a snapshot's content is checked, not
-// decoded).
+// decoded). The tool inputs of the transcript's blocks share e.Data, which
+// must not be modified afterwards (see [Event]).
 func (s *State) Apply(e Event) {
 	switch e.Type {
 	case TypeUserPrompt:
