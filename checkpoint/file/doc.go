@@ -92,6 +92,11 @@
 // and says what to do: read out the events before the damage, then move the
 // file out of the store. Nothing on disk is changed.
 //
+// Read checks the checksum of every frame it reads. A writer checks every
+// frame of a log file once, the first time its process writes to that file
+// (checksums and seqs only; nothing is decoded), and after that only the
+// frames other writers appended since it last held the lock.
+//
 // # Locks
 //
 // Every change to a log (Append, Truncate, Delete) happens under an
@@ -150,6 +155,11 @@
 // index) under an exclusive flock on index.lock; it also rewrites it when
 // superseded records outnumber live ones by far. A read-only store does all
 // of this in memory only.
+//
+// # Resources
+//
+// A Store keeps up to 64 idle logs open between appends, and two files
+// (index and index.lock) for every namespace it has used, until Close.
 //
 // # Read-only
 //
