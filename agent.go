@@ -44,7 +44,15 @@ type Options struct {
 	DisableSessions bool
 	// Namespace groups sessions for listing; default the canonical workdir.
 	Namespace string
-	// Tools the model may call; nil means builtin.All().
+	// TaskList names a task list shared by every session (of any agent or
+	// process) of the namespace that names it; "" gives each session a
+	// private list, deleted with it. See CheckTaskListName for the names
+	// allowed.
+	TaskList string
+	// Tools the model may call; nil means builtin.All(). The agent adds its
+	// own: the todo tool (unless a tool is named todo), and, when a
+	// builtin.Bash is given without Jobs, job_output and job_stop, with the
+	// agent running that bash's background jobs.
 	Tools []tool.Tool
 	// Approve decides on tool calls that change files or run commands.
 	// Nil approves everything: set it for untrusted models.
@@ -108,7 +116,10 @@ type Agent struct {
 	state    *session.State
 	allowed  map[string]bool // tools approved for the session
 	goal     string          // the prompt that started the current work
+	jobLog   jobLog          // the background jobs of the current session's log
 	isClosed bool
+
+	jobs jobs // background jobs; has its own lock
 }
 
 // New creates an agent. It writes nothing until the first Send.
@@ -129,6 +140,11 @@ func New(opts *Options) (*Agent, error) {
 	}
 	if o.System == "" {
 		o.System = DefaultSystemPrompt
+	}
+	if o.TaskList != "" {
+		if err := CheckTaskListName(o.TaskList); err != nil {
+			return nil, fmt.Errorf("task list: %w", err)
+		}
 	}
 	root, err := tool.OpenRoot(o.Workdir, o.AllowPaths...)
 	if err != nil {
@@ -161,7 +177,7 @@ func New(opts *Options) (*Agent, error) {
 	if tools == nil {
 		tools = builtin.All()
 	}
-	for _, t := range tools {
+	for _, t := range a.withAgentTools(tools) {
 		s := t.Spec()
 		if _, dup := a.tools[s.Name]; dup {
 			a.Close()
@@ -201,20 +217,34 @@ func (a *Agent) Workdir() string { return a.root.Dir() }
 // Namespace returns the namespace the agent lists and creates sessions in.
 func (a *Agent) Namespace() string { return a.namespace }
 
-// Close aborts a running turn (its model stream and tools), waits for it to
-// record how it ended, ends subscriptions and releases what the agent owns
-// (the default checkpointer). It is safe to call more than once.
+// Close aborts a running turn (its model stream and tools) and any
+// background completion turn, and stops every background job (its whole
+// process group: SIGTERM, then SIGKILL after the bash tool's grace period);
+// it waits for them to record how they ended, then ends subscriptions and
+// releases what the agent owns (the default checkpointer). It returns once
+// nothing the agent started runs any more. It is safe to call more than
+// once.
 func (a *Agent) Close() error {
 	a.closeOnce.Do(func() {
 		a.mu.Lock()
 		a.isClosed = true
 		a.mu.Unlock()
+		// From here on no job is adopted; the running ones are stopped
+		// while the turns end.
+		running := a.jobs.shut()
+		for _, j := range running {
+			j.proc.Stop("the agent was closed")
+		}
 		if a.stopAll != nil {
 			a.stopAll()
 		}
 		a.inflight.Wait()
-		a.hub.close()
+		a.jobs.wg.Wait()
 		var errs []error
+		if len(running) > 0 {
+			errs = append(errs, a.recordAllEnds(running))
+		}
+		a.hub.close()
 		if a.ownStore && a.store != nil {
 			errs = append(errs, a.store.Close())
 		}

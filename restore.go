@@ -216,12 +216,12 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		return res, fmt.Errorf("restore %s: truncate the log: %w", id, err)
 	}
 	if a.SessionID() == id {
-		st, err := a.load(ctx, id)
+		st, jl, err := a.replay(ctx, id)
 		if err != nil {
 			return res, err
 		}
 		a.mu.Lock()
-		a.head, a.state = st.Summary.Head, st
+		a.head, a.state, a.jobLog = st.Summary.Head, st, *jl
 		a.mu.Unlock()
 	}
 	return res, nil

@@ -55,12 +55,18 @@ func (a *Agent) send(ctx context.Context, prompt string, background bool) (*Resu
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	return a.turnLocked(ctx, prompt, background)
+}
 
+// turnLocked runs one turn; the caller holds the turn. A background turn
+// (a completion turn the agent starts itself) records its prompt as
+// Background and leaves the user's goal as it was.
+func (a *Agent) turnLocked(ctx context.Context, prompt string, background bool) (*Result, error) {
 	if err := a.ensureSession(ctx); err != nil {
 		return nil, err
 	}
 	st := a.current()
-	if hz := st.Hazards(); len(hz) > 0 {
+	if hz := a.currentHazards(); len(hz) > 0 {
 		return nil, &HazardError{Session: a.SessionID(), Hazards: hz}
 	}
 	res := &Result{Session: a.SessionID()}
@@ -109,7 +115,7 @@ func (a *Agent) send(ctx context.Context, prompt string, background bool) (*Resu
 			return res, a.interrupt(ctx, res, err)
 		}
 	}
-	err = a.append(ctx, mustEvent(session.TypeTurnCompleted, session.TurnCompleted{StopReason: res.StopReason, Usage: res.Usage}))
+	err := a.append(ctx, mustEvent(session.TypeTurnCompleted, session.TurnCompleted{StopReason: res.StopReason, Usage: res.Usage}))
 	res.Head = a.headNow()
 	return res, err
 }

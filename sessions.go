@@ -44,7 +44,7 @@ func (a *Agent) ensureSession(ctx context.Context) error {
 	st := &session.State{}
 	st.Apply(start)
 	a.mu.Lock()
-	a.id, a.head, a.state = id, head, st
+	a.id, a.head, a.state, a.jobLog = id, head, st, jobLog{}
 	clear(a.allowed)
 	a.mu.Unlock()
 	a.hub.publish(Update{Session: id, Event: &start})
@@ -90,6 +90,7 @@ func (a *Agent) append(ctx context.Context, events ...session.Event) error {
 	for i := range events {
 		events[i].Seq = head + int64(i) + 1
 		a.state.Apply(events[i])
+		a.jobLog.apply(events[i])
 	}
 	a.head = newHead
 	a.mu.Unlock()
@@ -157,7 +158,7 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
-	st, err := a.load(ctx, id)
+	st, jl, err := a.replay(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 		return fmt.Errorf("resume %s: it is a %s log, not a conversation", id, st.Summary.Kind)
 	}
 	a.mu.Lock()
-	a.id, a.head, a.state = id, st.Summary.Head, st
+	a.id, a.head, a.state, a.jobLog = id, st.Summary.Head, st, *jl
 	clear(a.allowed)
 	a.goal = ""
 	a.mu.Unlock()
@@ -175,30 +176,35 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 // New starts a fresh session on the next Send.
 func (a *Agent) NewSession() {
 	a.mu.Lock()
-	a.id, a.head, a.state, a.goal = "", 0, nil, ""
+	a.id, a.head, a.state, a.goal, a.jobLog = "", 0, nil, "", jobLog{}
 	clear(a.allowed)
 	a.mu.Unlock()
 }
 
 // load replays a session's whole log.
 func (a *Agent) load(ctx context.Context, id string) (*session.State, error) {
-	st := &session.State{}
-	for e, err := range a.store.Read(ctx, id, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("load session %s: %w", id, err)
-		}
-		st.Apply(e)
-	}
-	return st, nil
+	st, _, err := a.replay(ctx, id)
+	return st, err
 }
 
-// Hazards returns the current session's interrupted tool calls.
-func (a *Agent) Hazards() []session.Hazard {
-	st := a.current()
-	if st == nil {
-		return nil
+// replay replays a session's whole log into its state and the fold of its
+// background jobs.
+func (a *Agent) replay(ctx context.Context, id string) (*session.State, *jobLog, error) {
+	st, jl := &session.State{}, &jobLog{}
+	for e, err := range a.store.Read(ctx, id, 1) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("load session %s: %w", id, err)
+		}
+		st.Apply(e)
+		jl.apply(e)
 	}
-	return slices.Clone(st.Hazards())
+	return st, jl, nil
+}
+
+// Hazards returns the current session's interrupted tool calls, and the
+// background jobs a process that died left running.
+func (a *Agent) Hazards() []session.Hazard {
+	return a.currentHazards()
 }
 
 // Acknowledge records that the user reviewed the interrupted tool calls
@@ -221,17 +227,22 @@ func (a *Agent) Acknowledge(ctx context.Context, tokens ...string) error {
 		return ErrNoSession
 	}
 	var ack session.RecoveryAcknowledged
+	hazards := a.currentHazards()
 	for _, tok := range tokens {
-		i := slices.IndexFunc(st.Hazards(), func(h session.Hazard) bool { return h.Token == tok })
+		i := slices.IndexFunc(hazards, func(h session.Hazard) bool { return h.Token == tok })
 		if i < 0 {
 			var known []string
-			for _, h := range st.Hazards() {
+			for _, h := range hazards {
 				known = append(known, h.Token)
 			}
 			return fmt.Errorf("review token %q does not name an interrupted tool call of session %s (open tokens: %s)", tok, a.SessionID(), strings.Join(known, ", "))
 		}
 		ack.Tokens = append(ack.Tokens, tok)
-		ack.CallIDs = append(ack.CallIDs, st.Hazards()[i].CallID)
+		// A background job's call already has its result: only the token
+		// closes the job.
+		if !a.isJobToken(tok) {
+			ack.CallIDs = append(ack.CallIDs, hazards[i].CallID)
+		}
 	}
 	if len(ack.Tokens) == 0 {
 		return errors.New("no review token given")
@@ -253,16 +264,19 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 	if err := a.requirePersistent(); err != nil {
 		return nil, err
 	}
-	st, err := a.load(ctx, id)
+	st, jl, err := a.replay(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: st.Hazards(), Usage: st.Usage}, nil
+	hz := append(slices.Clone(st.Hazards()), a.jobHazards(id, jl.open)...)
+	return &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage}, nil
 }
 
-// DeleteSession removes a session's log and what is private to it. The
-// current session cannot be deleted while a turn runs; deleting it makes the
-// next Send start a new session.
+// DeleteSession removes a session's log and what is private to it: its
+// private task list, and its background jobs (stopped). Shared task lists
+// remain. The current session cannot be deleted while a turn runs; deleting
+// it makes the next Send start a new session. The private list goes first,
+// so a delete cut short is finished by repeating it.
 func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if err := a.requirePersistent(); err != nil {
 		return err
@@ -272,6 +286,17 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	sum, err := a.store.Head(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if sum.Kind != "" {
+		return fmt.Errorf("delete session %s: it is a %s log, not a conversation; it goes with the session that owns it", id, sum.Kind)
+	}
+	a.stopJobsOf(id)
+	if err := a.deleteTaskList(ctx, PrivateTaskListID(id)); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
 	if err := a.store.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
