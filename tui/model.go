@@ -374,11 +374,12 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.scrollDown(max(1, m.transcriptRows()-2))
 		return nil
 	case "up":
-		if m.input.Line() == 0 && m.historyBack() {
+		if m.input.Line() == 0 && m.input.LineInfo().RowOffset == 0 && m.historyBack() {
 			return nil
 		}
 	case "down":
-		if m.input.Line() == m.input.LineCount()-1 && m.historyForward() {
+		li := m.input.LineInfo()
+		if m.input.Line() == m.input.LineCount()-1 && li.RowOffset >= li.Height-1 && m.historyForward() {
 			return nil
 		}
 	}

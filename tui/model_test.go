@@ -116,6 +116,16 @@ func TestHistory(t *testing.T) {
 			t.Fatalf("step %d (%s): input %q, want %q", i+1, s.key, got, s.want)
 		}
 	}
+	// A long line wraps: up and down move between its rows first.
+	m = newViewModel(t, 40, 24)
+	m.remember("old")
+	long := strings.Repeat("word ", 20)
+	typeText(m, long)
+	m.Update(keyUp)
+	if got := m.input.Value(); got != long {
+		t.Fatalf("up on the last row of a wrapped line recalled %q", got)
+	}
+	m.input.SetValue("draft")
 	m.Update(keyAltEnt)
 	typeText(m, "x")
 	if got := m.input.Value(); got != "draft\nx" {
