@@ -567,4 +567,33 @@ func TestWithAgent(t *testing.T) {
 			t.Fatalf("the refused prompt is not back in the input: %q", d.m.input.Value())
 		}
 	})
+	t.Run("an approval a crash cut off is asked again", func(t *testing.T) {
+		approvals := NewApprovals()
+		a, store := newTestAgent(t, &fakeProvider{replies: []provider.Response{reply(text("went on"))}}, approvals.Approve)
+		id := "01crashed00000000000000002"
+		l := &logBuilder{session: id}
+		var events []session.Event
+		for _, u := range []liteagent.Update{l.event(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: a.Namespace()}),
+			l.prompt("write it"), l.message(toolUse("c1", "write", `{"path":"b.txt","content":"b\n"}`))} {
+			events = append(events, *u.Event)
+		}
+		if _, err := store.Append(t.Context(), id, 0, events); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Resume(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		d := drive(t, a, Options{Approvals: approvals, SessionDB: "mem"})
+		d.shows("… write b.txt (1 line)")
+		d.typeText("go on")
+		d.key(keyEnter)
+		d.until("the approval", func() bool { return len(d.m.asks) > 0 })
+		d.shows("Allow write b.txt (1 line)?")
+		d.key(runeKey('y'))
+		d.until("the turn", func() bool { return !d.m.busy && strings.Contains(screen(d.m), "went on") })
+		d.shows("✓ write b.txt")
+		if _, err := os.Stat(filepath.Join(a.Workdir(), "b.txt")); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
