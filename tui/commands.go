@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	liteagent "github.com/lite-agent/lite-agent"
@@ -203,6 +204,7 @@ func (m *model) needSession(cmd string) bool {
 func (m *model) setTranscript(tr *transcript, id string) {
 	m.tr = tr
 	m.sessionID = id
+	m.bgStarted = time.Time{}
 	m.resetCache()
 	m.view = anchor{follow: true}
 	m.history = append([]string(nil), tr.prompts...)

@@ -88,12 +88,13 @@ type model struct {
 	histIdx int
 	draft   string
 
-	busy     bool
-	cancel   context.CancelFunc
-	started  time.Time
-	spin     spinner.Model
-	spinning bool // a spinner tick is on its way
-	queued   []string
+	busy      bool
+	cancel    context.CancelFunc
+	started   time.Time
+	spin      spinner.Model
+	spinning  bool      // a spinner tick is on its way
+	bgStarted time.Time // when a turn the agent started itself began
+	queued    []string
 
 	asks    []*approvalAsk
 	mode    mode
@@ -242,7 +243,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case turnDoneMsg:
 		return m.turnDone(msg)
 	case spinner.TickMsg:
-		if !m.busy && m.op == "" {
+		if !m.working() {
 			m.spinning = false
 			return nil
 		}
@@ -287,7 +288,14 @@ func (m *model) applyUpdates(us updatesMsg) tea.Cmd {
 		case u.Delta != nil:
 			e = m.tr.delta(*u.Delta)
 		case u.Event != nil:
+			was := m.tr.running
 			e = m.tr.apply(*u.Event)
+			if !was && m.tr.running && m.tr.bgTurn && !m.busy {
+				// A turn the agent started itself: a background
+				// completion turn.
+				m.bgStarted = m.now()
+				cmds = append(cmds, m.spinTick())
+			}
 		}
 		if e != nil {
 			cmds = append(cmds, m.scheduleMD(e))
@@ -433,12 +441,24 @@ func (m *model) submit() tea.Cmd {
 func (m *model) startTurn(prompt string) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.base)
 	m.busy, m.cancel, m.started = true, cancel, m.now()
+	m.bgStarted = time.Time{}
 	a := m.agent
 	send := func() tea.Msg {
 		res, err := a.Send(ctx, prompt)
 		return turnDoneMsg{prompt: prompt, res: res, err: err}
 	}
 	return tea.Batch(send, m.spinTick())
+}
+
+// working reports whether something runs that the spinner shows.
+func (m *model) working() bool {
+	return m.busy || m.op != "" || m.background()
+}
+
+// background reports whether a turn the agent started itself (a
+// background completion turn) runs.
+func (m *model) background() bool {
+	return !m.busy && m.tr.running && m.tr.bgTurn && !m.bgStarted.IsZero()
 }
 
 // spinTick starts the spinner unless it runs.

@@ -52,6 +52,11 @@ func TestTranscriptFold(t *testing.T) {
 			return []liteagent.Update{l.start(), l.prompt("go"), l.delta("partial"),
 				l.event(session.TypeTurnInterrupted, session.TurnInterrupted{Reason: "cancelled"})}
 		}, false, want{kinds: []kind{kindUser, kindAssistant, kindNotice}}},
+		{"background jobs are noted", func(l *logBuilder) []liteagent.Update {
+			return []liteagent.Update{l.start(), l.prompt("build"),
+				l.event(session.TypeJobStarted, session.JobStarted{Job: "j1", CallID: "a", Command: "make"}),
+				l.event(session.TypeJobFinished, session.JobFinished{Job: "j1", ExitCode: 2})}
+		}, false, want{kinds: []kind{kindUser, kindNotice, kindNotice}}},
 		{"a fork says where it came from", func(l *logBuilder) []liteagent.Update {
 			return []liteagent.Update{l.event(session.TypeSessionStarted, session.SessionStarted{ID: "f", Parent: &session.ForkRef{Session: "p", Seq: 3}})}
 		}, false, want{kinds: []kind{kindNotice}}},
@@ -85,6 +90,27 @@ func TestTranscriptFold(t *testing.T) {
 				t.Errorf("a streamed answer is still live after its turn ended")
 			}
 		})
+	}
+}
+
+func TestBackgroundTurn(t *testing.T) {
+	m := newViewModel(t, 80, 24)
+	l := &logBuilder{session: sid}
+	feed(m, l.start(), l.prompt("build it"), l.message(text("Started.")), l.completed())
+	if strings.Contains(screen(m), "background job's result") {
+		t.Fatal("a turn shows as a background turn")
+	}
+	feed(m, l.event(session.TypeJobFinished, session.JobFinished{Job: "j1", ExitCode: 0}),
+		l.event(session.TypeUserPrompt, session.UserPrompt{Text: "Job j1 ended", Background: true}))
+	s := screen(m)
+	for _, w := range []string{"background job j1 exited with 0", "background: Job j1 ended", "working on a background job's result"} {
+		if !strings.Contains(s, w) {
+			t.Fatalf("the screen does not show %q:\n%s", w, s)
+		}
+	}
+	feed(m, l.message(text("The build passed.")), l.completed())
+	if s := screen(m); strings.Contains(s, "background job's result") || !strings.Contains(s, "The build passed.") {
+		t.Fatalf("after the background turn:\n%s", s)
 	}
 }
 

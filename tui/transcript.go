@@ -77,6 +77,8 @@ type transcript struct {
 
 	session string
 	model   string
+	running bool // a turn started and has not ended
+	bgTurn  bool // … and the agent started it itself (a background completion turn)
 	head    int64
 	usage   session.Usage
 	prompts []string // the session's prompts, oldest first (input history)
@@ -131,6 +133,7 @@ func (t *transcript) apply(e session.Event) *entry {
 			return nil
 		}
 		t.closeRequested(toolNotRun)
+		t.running, t.bgTurn = true, p.Background
 		if p.Background {
 			t.notice("background: " + p.Text)
 			return nil
@@ -190,9 +193,28 @@ func (t *transcript) apply(e session.Event) *entry {
 		_ = e.Decode(&p)
 		t.endLive()
 		t.closeRequested(toolNotRun)
+		t.running = false
 		t.notice("turn interrupted: " + oneLine(p.Reason))
 	case session.TypeTurnCompleted:
 		t.endLive()
+		t.running = false
+	case session.TypeJobStarted:
+		var p session.JobStarted
+		if e.Decode(&p) == nil {
+			t.notice("background job " + p.Job + " started: " + short(p.Command, 200))
+		}
+	case session.TypeJobFinished:
+		var p session.JobFinished
+		if e.Decode(&p) == nil {
+			how := "exited with " + itoa(int64(p.ExitCode))
+			switch {
+			case p.Stopped != "":
+				how = "stopped: " + p.Stopped
+			case p.Signal != "":
+				how = "ended by " + p.Signal
+			}
+			t.notice("background job " + p.Job + " " + how)
+		}
 	case session.TypeRestored:
 		var p session.Restored
 		if e.Decode(&p) == nil {

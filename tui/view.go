@@ -127,6 +127,12 @@ func (m *model) activity(below bool) string {
 			s += fmt.Sprintf(" · %d queued", n)
 		}
 		s += th.dim.Render(" · esc to cancel")
+	case m.background():
+		what := "working on a background job's result"
+		if len(m.asks) > 0 {
+			what = "waiting for your approval"
+		}
+		s = m.spin.View() + " " + what + " · " + elapsed(m.now().Sub(m.bgStarted))
 	case m.mode == modeConfirm || len(m.asks) > 0:
 		s = th.dim.Render("pgup/pgdn scroll")
 	default:
