@@ -22,6 +22,7 @@ var help = []struct{ key, what string }{
 	{"pgup / pgdn", "scroll the transcript"},
 	{"esc", "cancel the running turn"},
 	{"ctrl+c", "cancel the turn; twice: quit"},
+	{"ctrl+z", "suspend (fg to come back)"},
 	{"y / a / n", "allow a tool call once / for this session / deny it"},
 	{"Commands:", ""},
 	{"/sessions", "switch to another session of this workspace"},

@@ -353,8 +353,11 @@ func (m *model) prepare() tea.Cmd {
 
 // key handles a key press.
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
-	if k.String() == "ctrl+c" {
+	switch k.String() {
+	case "ctrl+c":
 		return m.ctrlC()
+	case "ctrl+z":
+		return tea.Suspend
 	}
 	m.armed, m.hint = false, ""
 	if len(m.asks) > 0 && m.mode == modeInput {
