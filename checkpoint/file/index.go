@@ -80,6 +80,7 @@ type nsIndex struct {
 	damaged  bool // the file is missing or damaged: rewrite it (unless read-only)
 	verified bool // entries were checked against the logs in memory
 	entries  map[string]*entry
+	npending int // entries with pending set
 	records  int // records applied since the file was loaded
 	sorted   []*entry
 	dirty    bool // sorted is out of date
@@ -285,7 +286,7 @@ func (n *nsIndex) loadLocked() error {
 		n.f = nil
 	}
 	n.loaded, n.verified, n.stale, n.damaged = false, false, false, false
-	n.entries, n.records, n.dirty, n.off = map[string]*entry{}, 0, true, 0
+	n.entries, n.npending, n.records, n.dirty, n.off = map[string]*entry{}, 0, 0, true, 0
 	flag := os.O_RDWR | os.O_APPEND
 	if n.s.readOnly {
 		flag = os.O_RDONLY
@@ -377,21 +378,40 @@ func (n *nsIndex) apply(rec indexRecord) {
 			e = &entry{id: rec.id}
 			n.entries[rec.id] = e
 		}
-		e.pending = true
+		n.mark(e, true)
 		e.gen++
 	case recSummary:
 		if e == nil {
 			e = &entry{id: rec.id}
 			n.entries[rec.id] = e
 		}
-		e.st, e.has, e.pending = rec.st, true, false
+		e.st, e.has = rec.st, true
+		n.mark(e, false)
 		e.gen++
 		n.dirty = true
 	case recDelete:
-		if e != nil {
-			delete(n.entries, rec.id)
-			n.dirty = true
+		n.remove(rec.id)
+	}
+}
+
+// mark sets or clears an entry's pending flag, keeping count.
+func (n *nsIndex) mark(e *entry, pending bool) {
+	if e.pending != pending {
+		e.pending = pending
+		if pending {
+			n.npending++
+		} else {
+			n.npending--
 		}
+	}
+}
+
+// remove forgets a session.
+func (n *nsIndex) remove(id string) {
+	if e := n.entries[id]; e != nil {
+		n.mark(e, false)
+		delete(n.entries, id)
+		n.dirty = true
 	}
 }
 
@@ -408,7 +428,7 @@ func (n *nsIndex) ensure(ctx context.Context) error {
 	rewrite := !n.s.readOnly && (n.damaged || verify && n.s.boot != "" || n.needsCompaction())
 	if _, serr := os.Stat(n.dir); errors.Is(serr, fs.ErrNotExist) {
 		// The namespace folder is gone: nothing to index.
-		n.entries, n.dirty, n.verified, verify, rewrite = map[string]*entry{}, true, true, false, false
+		n.entries, n.npending, n.dirty, n.verified, verify, rewrite = map[string]*entry{}, 0, true, true, false, false
 	}
 	if err == nil && verify && !rewrite {
 		err = n.verifyLocked()
@@ -443,8 +463,7 @@ func (n *nsIndex) verifyLocked() error {
 	}
 	for id := range n.entries {
 		if !logs[id] {
-			delete(n.entries, id)
-			n.dirty = true
+			n.remove(id)
 		}
 	}
 	for id := range logs {
@@ -456,7 +475,7 @@ func (n *nsIndex) verifyLocked() error {
 		if e.has && !e.pending && n.tokenHolds(id, e.st.tok) {
 			continue
 		}
-		e.pending = true
+		n.mark(e, true)
 		e.gen++
 	}
 	n.verified = true
@@ -624,15 +643,16 @@ func (n *nsIndex) head(ctx context.Context, id string) (session.Summary, bool, e
 	e := n.entries[id]
 	if e == nil {
 		// Not in the index: a log the index missed (or none at all).
-		e = &entry{id: id, pending: true}
+		e = &entry{id: id}
 		n.entries[id] = e
+		n.mark(e, true)
 	}
 	if e.pending {
 		n.resolveOneLocked(id, e)
 	}
 	if e = n.entries[id]; e == nil || !e.has {
 		if e != nil && !e.pending {
-			delete(n.entries, id)
+			n.remove(id)
 		}
 		return session.Summary{}, false, nil
 	}
@@ -643,11 +663,11 @@ func (n *nsIndex) resolveOneLocked(id string, e *entry) {
 	st, gone, busy := n.fold(id, e)
 	switch {
 	case gone:
-		delete(n.entries, id)
-		n.dirty = true
+		n.remove(id)
 	case busy:
 	case st != nil:
-		e.st, e.has, e.pending = *st, true, false
+		e.st, e.has = *st, true
+		n.mark(e, false)
 		e.gen++
 		n.dirty = true
 	}
@@ -660,11 +680,8 @@ func (n *nsIndex) list(ctx context.Context, namespace string, opts checkpoint.Li
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, e := range n.entries {
-		if e.pending {
-			n.resolveLocked()
-			break
-		}
+	if n.npending > 0 {
+		n.resolveLocked()
 	}
 	if n.dirty {
 		n.sorted = n.sorted[:0]
@@ -683,10 +700,13 @@ func (n *nsIndex) list(ctx context.Context, namespace string, opts checkpoint.Li
 	out := make([]session.Summary, 0, size)
 	for _, e := range n.sorted {
 		s := &e.st.sum
-		if !opts.Matches(*s) || (namespace != "" && s.Namespace != namespace) {
+		if !opts.AllKinds && s.Kind != opts.Kind || namespace != "" && s.Namespace != namespace {
 			continue
 		}
-		out = append(out, cloneSummary(*s))
+		out = append(out, *s)
+		if c := &out[len(out)-1]; c.Open != nil || c.Parent != nil {
+			*c = cloneSummary(*c)
+		}
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
