@@ -26,12 +26,14 @@ func (a *Agent) withAgentTools(in []tool.Tool) []tool.Tool {
 		switch b := t.(type) {
 		case builtin.Bash:
 			if b.Jobs == nil {
-				b.Jobs, t, jobs = jobRunner{a}, b, true
+				b.Jobs = jobRunner{a}
+				t, jobs = b, true
 			}
 		case *builtin.Bash:
 			if b != nil && b.Jobs == nil {
 				c := *b
-				c.Jobs, t, jobs = jobRunner{a}, c, true
+				c.Jobs = jobRunner{a}
+				t, jobs = c, true
 			}
 		}
 		names[t.Spec().Name] = true
