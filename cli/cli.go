@@ -77,6 +77,8 @@ type config struct {
 	demo                     bool
 	maxModelCalls            int
 	prompt                   string
+	taskList                 string // --task-list: the shared task list to use
+	noWait                   bool   // --no-wait: one-shot runs do not wait for background jobs
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 }
@@ -132,6 +134,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
 	fs.IntVar(&c.maxModelCalls, "max-model-calls", 50, "stop a turn after `N` model calls")
+	fs.StringVar(&c.taskList, "task-list", "", "use the task list `NAME`, shared with every session of this workspace that names it (default: each session has its own)")
+	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
 }
 
@@ -194,6 +198,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		default:
 			return nil, usagef("--allow takes edit, bash or all, not %q", a)
 		}
+	}
+	if err := checkJobFlags(c); err != nil {
+		return nil, err
 	}
 	if c.provider != "" && c.provider != "anthropic" && c.provider != "openai" {
 		return nil, usagef("--provider must be anthropic or openai, not %q", c.provider)

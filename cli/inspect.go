@@ -72,6 +72,10 @@ type infoJSON struct {
 	Usage       session.Usage    `json:"usage"`
 	Checkpoints []checkpointJSON `json:"checkpoints"`
 	Hazards     []hazardJSON     `json:"hazards"`
+	// TaskList names the shared task list shown (--task-list); "" for the
+	// session's private list.
+	TaskList string         `json:"task_list,omitempty"`
+	Tasks    []session.Task `json:"tasks"`
 }
 
 type checkpointJSON struct {
@@ -121,10 +125,15 @@ func sessionInfo(ctx context.Context, c *config, std IO) error {
 		if err != nil {
 			return err
 		}
+		tasks, err := a.Tasks(ctx, id)
+		if err != nil {
+			return err
+		}
 		return writeJSON(std.Stdout, infoJSON{
 			ID: info.ID, Revision: info.Head, Messages: info.Messages, Workspace: info.Namespace, Workdir: info.Workdir,
 			Model: info.Model, Status: info.Status, Title: info.Title, Created: info.Created, Updated: info.Updated,
 			Parent: info.Parent, Usage: info.Usage, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
+			TaskList: tasks.Name, Tasks: tasks.Tasks,
 		})
 	})
 }

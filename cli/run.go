@@ -99,8 +99,7 @@ func oneShot(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer e.close()
-	_, err = runTurn(ctx, e, c, std, c.prompt)
-	return err
+	return runOneShot(ctx, e, c, std)
 }
 
 // runTurn sends one prompt and prints what happens in the --output format.

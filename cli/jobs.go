@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// checkJobFlags checks --task-list and --no-wait.
+func checkJobFlags(c *config) error {
+	if c.taskList != "" {
+		if err := liteagent.CheckTaskListName(c.taskList); err != nil {
+			return usagef("--task-list: %v", err)
+		}
+	}
+	if c.noWait && c.prompt == "" {
+		return usagef("--no-wait goes with a one-shot PROMPT: interactive modes keep background jobs while they run")
+	}
+	return nil
+}
+
+// runOneShot sends the prompt and prints the turn. Unless --no-wait, it
+// then waits for the background jobs the turn started and for the
+// completion turns their ends start (printed like the first turn; with
+// --output json or stream-json each ends with a result object marked
+// "background": true). With --no-wait, or when the wait is cancelled, the
+// agent's Close stops the jobs still running and records that it did.
+func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-std.Interrupt:
+			fmt.Fprintln(std.Stderr, "\ncancelling… (Ctrl-C again to quit)")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	a := e.agent
+	updates, stop := a.Subscribe()
+	p := &printer{out: std.Stdout, errw: std.Stderr, format: c.output}
+	done := make(chan struct{})
+	until := make(chan int64, 1)
+	go func() {
+		defer close(done)
+		followJobs(p, updates, until)
+	}()
+	res, err := a.Send(ctx, c.prompt)
+	var bg []*liteagent.Result
+	var bgErr error
+	if err == nil && !c.noWait {
+		if slices.ContainsFunc(a.Jobs(), func(j liteagent.JobInfo) bool { return j.Running }) {
+			fmt.Fprintln(std.Stderr, "waiting for background jobs to finish (--no-wait exits at once; Ctrl-C stops them)")
+		}
+		bg, bgErr = a.WaitJobs(ctx)
+	}
+	until <- a.Head()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	stop()
+	p.finish(res, err)
+	for _, r := range bg {
+		printBackground(p, r)
+	}
+	if err != nil {
+		return err
+	}
+	return bgErr
+}
+
+// followJobs is printer.follow that also tells people, in text mode, when
+// a background job ends.
+func followJobs(p *printer, updates <-chan Update, until <-chan int64) {
+	target := int64(-1)
+	var last int64
+	for {
+		select {
+		case h := <-until:
+			target = h
+			if last >= target {
+				return
+			}
+		case u, ok := <-updates:
+			if !ok {
+				return
+			}
+			if u.Event != nil && u.Event.Type == session.TypeJobFinished && p.format == "text" {
+				var f session.JobFinished
+				if u.Event.Decode(&f) == nil {
+					p.endLine()
+					fmt.Fprintf(p.errw, "▸ background job %s ended: %s\n", f.Job, jobEnd(f))
+				}
+			}
+			p.show(u)
+			if u.Event != nil {
+				last = u.Event.Seq
+				if target >= 0 && last >= target {
+					return
+				}
+			}
+		}
+	}
+}
+
+// jobEnd describes how a job ended.
+func jobEnd(f session.JobFinished) string {
+	switch {
+	case f.Stopped != "":
+		return "stopped (" + f.Stopped + ")"
+	case f.Signal != "":
+		return "killed by signal " + f.Signal
+	}
+	return fmt.Sprintf("exit code %d", f.ExitCode)
+}
+
+// printBackground prints a completion turn's result object (json and
+// stream-json only).
+func printBackground(p *printer, r *liteagent.Result) {
+	if p.format == "text" {
+		return
+	}
+	b, _ := json.Marshal(map[string]any{
+		"type": "result", "background": true, "is_error": false, "session": r.Session, "text": r.Text,
+		"stop_reason": r.StopReason, "usage": r.Usage, "model_calls": r.ModelCalls, "revision": r.Head,
+	})
+	fmt.Fprintf(p.out, "%s\n", b)
+}
