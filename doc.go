@@ -23,4 +23,12 @@
 // checkpoint/file (the default), checkpoint/sqlite and checkpoint/postgres.
 // A tool that was running when the process died leaves a recovery hazard:
 // it is never re-run; Send refuses to go on until the user acknowledges it.
+//
+// The model keeps a task list with the todo tool, private to the session or
+// shared by name between sessions and processes (Options.TaskList); Tasks
+// and UpdateTasks read and change it. Long shell commands run as background
+// jobs (bash's background option, Jobs, WaitJobs); when one ends while the
+// agent is idle, a background completion turn tells the model how it ended
+// and the user's goal. Close stops turns and background jobs, then releases
+// what the agent owns.
 package liteagent

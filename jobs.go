@@ -502,9 +502,12 @@ func (a *Agent) stopJobsOf(sid string) {
 }
 
 // jobLog folds the background jobs of a session's log: how many were
-// started, and those not recorded as ended nor acknowledged.
+// started, and those not recorded as ended nor acknowledged. Jobs a fork
+// copied from its parent's log are the parent's: their ends are recorded
+// there, so the fork does not count them as open.
 type jobLog struct {
 	started int
+	forkSeq int64 // the copied prefix of a fork's log
 	open    []openJob
 }
 
@@ -516,12 +519,20 @@ type openJob struct {
 
 func (l *jobLog) apply(e session.Event) {
 	switch e.Type {
+	case session.TypeSessionStarted:
+		var p session.SessionStarted
+		if e.Decode(&p) == nil && p.Parent != nil {
+			l.forkSeq = p.Parent.Seq
+		}
 	case session.TypeJobStarted:
 		var p session.JobStarted
 		if e.Decode(&p) != nil {
 			return
 		}
 		l.started++
+		if e.Seq <= l.forkSeq {
+			return
+		}
 		l.open = append(l.open, openJob{job: p.Job, callID: p.CallID, command: p.Command, seq: e.Seq, time: e.Time,
 			token: session.ReviewToken(p.CallID+"/"+p.Job, e.Seq)})
 	case session.TypeJobFinished:

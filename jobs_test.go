@@ -293,6 +293,15 @@ func TestRunningJobIsNoHazardForItsAgent(t *testing.T) {
 	if info, err := b.SessionInfo(t.Context(), a.SessionID()); err != nil || len(info.Hazards) != 1 {
 		t.Fatalf("another agent's view: %+v, %v", info, err)
 	}
+	// A fork copies the job_started, not the job: the job's end is recorded
+	// in the session that runs it, so the fork has nothing to review.
+	fork, err := a.Fork(t.Context(), a.SessionID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := b.SessionInfo(t.Context(), fork); err != nil || len(info.Hazards) != 0 {
+		t.Fatalf("the fork's hazards: %+v, %v", info, err)
+	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
