@@ -84,6 +84,10 @@ type ApprovalRequest struct {
 	Kind    tool.Kind
 	Input   json.RawMessage
 	Paths   []string // files the call will change, where known
+	// Background is set when the call comes from a background completion
+	// turn (a job ended while no prompt ran): no user is waiting on it, so
+	// an interactive client may want to ask differently, or deny.
+	Background bool
 }
 
 // ApprovalFunc decides on a tool call. It must return when ctx is done
@@ -110,14 +114,15 @@ type Agent struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu       sync.Mutex // guards the fields below
-	id       string
-	head     int64
-	state    *session.State
-	allowed  map[string]bool // tools approved for the session
-	goal     string          // the prompt that started the current work
-	jobLog   jobLog          // the background jobs of the current session's log
-	isClosed bool
+	mu           sync.Mutex // guards the fields below
+	id           string
+	head         int64
+	state        *session.State
+	allowed      map[string]bool // tools approved for the session
+	goal         string          // the prompt that started the current work
+	inBackground bool            // the running turn is a background completion turn
+	jobLog       jobLog          // the background jobs of the current session's log
+	isClosed     bool
 
 	jobs jobs // background jobs; has its own lock
 }

@@ -312,3 +312,27 @@ func TestRunningJobIsNoHazardForItsAgent(t *testing.T) {
 		t.Fatalf("after Close recorded the end: %+v, %v", info, err)
 	}
 }
+
+func TestCompletionTurnApprovalsAreMarked(t *testing.T) {
+	srv, p := startModel(t, "anthropic",
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("c1", "bash", map[string]any{"command": "exit 0", "background": true})}},
+		fakemodel.Reply{Text: "started"},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("c2", "write", map[string]string{"path": "report.txt", "content": "ok\n"})}},
+		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"c2"}}, Text: "wrote the report"},
+	)
+	var asked []liteagent.ApprovalRequest
+	a := newAgent(t, p, liteagent.Options{Approve: func(ctx context.Context, r liteagent.ApprovalRequest) (liteagent.Decision, error) {
+		asked = append(asked, r)
+		return liteagent.AllowOnce, nil
+	}})
+	if _, err := a.Send(t.Context(), "build, then write a report"); err != nil {
+		t.Fatal(err)
+	}
+	if res := waitJobs(t, a); len(res) != 1 || res[0].Text != "wrote the report" {
+		t.Fatalf("completion results %+v", res)
+	}
+	checkServer(t, srv)
+	if len(asked) != 2 || asked[0].Tool != "bash" || asked[0].Background || asked[1].Tool != "write" || !asked[1].Background {
+		t.Fatalf("approval requests %+v", asked)
+	}
+}

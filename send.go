@@ -65,6 +65,9 @@ func (a *Agent) turnLocked(ctx context.Context, prompt string, background bool) 
 	if err := a.ensureSession(ctx); err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	a.inBackground = background
+	a.mu.Unlock()
 	st := a.current()
 	if hz := a.currentHazards(); len(hz) > 0 {
 		return nil, &HazardError{Session: a.SessionID(), Hazards: hz}
@@ -295,12 +298,12 @@ func (a *Agent) approve(ctx context.Context, c call, spec tool.Spec, paths []str
 		return "auto", nil
 	}
 	a.mu.Lock()
-	ok := a.allowed[c.name]
+	ok, background := a.allowed[c.name], a.inBackground
 	a.mu.Unlock()
 	if ok {
 		return "session", nil
 	}
-	d, err := a.opts.Approve(ctx, ApprovalRequest{Session: a.SessionID(), CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths})
+	d, err := a.opts.Approve(ctx, ApprovalRequest{Session: a.SessionID(), CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
