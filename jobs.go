@@ -513,6 +513,7 @@ type jobLog struct {
 
 type openJob struct {
 	job, callID, command, token string
+	pid                         int
 	seq                         int64
 	time                        time.Time
 }
@@ -533,7 +534,7 @@ func (l *jobLog) apply(e session.Event) {
 		if e.Seq <= l.forkSeq {
 			return
 		}
-		l.open = append(l.open, openJob{job: p.Job, callID: p.CallID, command: p.Command, seq: e.Seq, time: e.Time,
+		l.open = append(l.open, openJob{job: p.Job, callID: p.CallID, command: p.Command, pid: p.PID, seq: e.Seq, time: e.Time,
 			token: session.ReviewToken(p.CallID+"/"+p.Job, e.Seq)})
 	case session.TypeJobFinished:
 		var p session.JobFinished
@@ -558,7 +559,9 @@ func (a *Agent) jobHazards(sid string, open []openJob) []session.Hazard {
 		if a.jobs.running(sid, o.job) {
 			continue
 		}
-		out = append(out, session.Hazard{Token: o.token, CallID: o.callID, Tool: "bash background job " + o.job + ": " + short(o.command, 60),
+		// The job may still run: its process group id lets the user check
+		// (ps -g PID) and stop it (kill -- -PID).
+		out = append(out, session.Hazard{Token: o.token, CallID: o.callID, Tool: fmt.Sprintf("bash background job %s (process group %d): %s", o.job, o.pid, short(o.command, 60)),
 			Seq: o.seq, Started: o.time})
 	}
 	return out

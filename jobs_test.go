@@ -236,7 +236,7 @@ func TestOrphanJobIsHazardUntilAcknowledged(t *testing.T) {
 	a := newAgent(t, p, liteagent.Options{Checkpointer: store})
 	id := orphanSession(t, a, store)
 	info, err := a.SessionInfo(t.Context(), id)
-	if err != nil || len(info.Hazards) != 1 || !strings.Contains(info.Hazards[0].Tool, "background job j1: ./deploy.sh") || info.Hazards[0].CallID != "c7" {
+	if err != nil || len(info.Hazards) != 1 || !strings.Contains(info.Hazards[0].Tool, "background job j1 (process group 99999): ./deploy.sh") || info.Hazards[0].CallID != "c7" {
 		t.Fatalf("SessionInfo hazards %+v, %v", info, err)
 	}
 	if err := a.Resume(t.Context(), id); err != nil {
