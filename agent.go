@@ -216,6 +216,9 @@ func (a *Agent) SessionID() string {
 	return a.id
 }
 
+// Model returns the model name the agent sends to its provider.
+func (a *Agent) Model() string { return a.opts.Model }
+
 // Workdir returns the canonical workdir tools run in.
 func (a *Agent) Workdir() string { return a.root.Dir() }
 

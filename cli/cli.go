@@ -33,6 +33,9 @@ type IO struct {
 	// Interrupt delivers Ctrl-C presses: the first cancels the running
 	// turn. (The command's main exits on the second.) May be nil.
 	Interrupt <-chan struct{}
+	// FullScreen makes the full-screen client for interactive terminal
+	// runs; nil (lite-agent itself) hands those runs to lite-agent-tui.
+	FullScreen func() FullScreen
 }
 
 // UsageError is a bad command line: exit status 2, nothing written.
@@ -271,7 +274,8 @@ func printHelp(w io.Writer) {
 
 Usage:
   lite-agent [flags] PROMPT     one-shot: stream the answer, then exit
-  lite-agent [flags]            interactive line mode (/help lists its commands)
+  lite-agent [flags]            interactive: the full-screen client on a terminal (lite-agent-tui),
+                                else the line mode; /help lists the commands
   lite-agent --demo             offline demo against the bundled fake model server
 
 Without --session-db nothing is persisted: every run is a fresh session.

@@ -46,8 +46,8 @@ const lineHelp = `Type a prompt and press enter. Commands:
 Ctrl-C cancels a running turn; a second Ctrl-C quits.`
 
 func interactive(ctx context.Context, c *config, std IO) error {
-	if useTUI(c, std) {
-		return runTUI(ctx, c, std)
+	if ok, err := fullScreen(ctx, c, std); ok {
+		return err
 	}
 	m := &lineMode{c: c, std: std, lines: readLines(std.Stdin)}
 	c.approve = m.approve
@@ -119,6 +119,13 @@ func (m *lineMode) ask(ctx context.Context, q string) (string, error) {
 }
 
 func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
+	if req.Background {
+		// A background completion turn runs while the prompt loop owns
+		// stdin: asking here would race with it, so such calls are denied
+		// (the model is told) and the user is told how to allow them.
+		fmt.Fprintf(m.std.Stderr, "\ndenied %s from a background completion turn: the line mode cannot ask while it waits for a prompt (use the full-screen client, or ask for it in your next prompt)\n", req.Tool)
+		return liteagent.Deny, nil
+	}
 	what := req.Tool + " " + short(string(req.Input), 120)
 	for {
 		a, err := m.ask(ctx, fmt.Sprintf("allow %s? [y] once, [a] always this session, [n] no: ", what))

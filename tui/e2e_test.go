@@ -90,11 +90,13 @@ func TestEndToEndInTmux(t *testing.T) {
 		t.Skip("tmux is not installed: the end-to-end test of the full-screen client needs it (CI installs it; apt-get install tmux)")
 	}
 	dir := t.TempDir()
+	// lite-agent hands the interactive terminal run to lite-agent-tui,
+	// installed beside it: build both, run the first.
 	bin := filepath.Join(dir, "lite-agent")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lite-agent")
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/lite-agent", "./cmd/lite-agent-tui")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build lite-agent: %v\n%s", err, out)
+		t.Fatalf("build lite-agent and lite-agent-tui: %v\n%s", err, out)
 	}
 
 	srv, err := fakemodel.Start(&fakemodel.Script{Replies: []fakemodel.Reply{
