@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
@@ -21,6 +23,80 @@ type sessionJSON struct {
 	Updated  time.Time        `json:"updated"`
 	Hazards  int              `json:"hazards"`
 	Parent   *session.ForkRef `json:"parent,omitempty"`
+}
+
+// writeSessions prints sessions as a JSON array, one object per line. It
+// is written by hand because listings can hold tens of thousands of
+// sessions and reflection-based encoding dominated the command's time;
+// TestWriteSessionsMatchesEncodingJSON pins it to encoding/json.
+func writeSessions(w io.Writer, list []session.Summary) error {
+	buf := make([]byte, 0, 512)
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	for i, s := range list {
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, "\n  "...)
+		buf = appendSession(buf, s)
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	if len(list) > 0 {
+		_, err := io.WriteString(w, "\n]\n")
+		return err
+	}
+	_, err := io.WriteString(w, "]\n")
+	return err
+}
+
+// appendSession appends the compact JSON of one session as sessionJSON
+// encodes it.
+func appendSession(b []byte, s session.Summary) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, s.ID)
+	b = append(b, `,"revision":`...)
+	b = strconv.AppendInt(b, s.Head, 10)
+	b = append(b, `,"messages":`...)
+	b = strconv.AppendInt(b, int64(s.Messages), 10)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, string(s.Status))
+	if s.Title != "" {
+		b = append(b, `,"title":`...)
+		b = appendJSONString(b, s.Title)
+	}
+	b = append(b, `,"created":"`...)
+	b = s.Created.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","updated":"`...)
+	b = s.Updated.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","hazards":`...)
+	b = strconv.AppendInt(b, int64(s.Hazards()), 10)
+	if s.Parent != nil {
+		b = append(b, `,"parent":{"session":`...)
+		b = appendJSONString(b, s.Parent.Session)
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendInt(b, s.Parent.Seq, 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string: plain printable ASCII as it
+// is, anything else through encoding/json so escaping matches it exactly.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -47,12 +123,11 @@ func listSessions(ctx context.Context, c *config, std IO) error {
 		if err != nil {
 			return err
 		}
-		out := make([]sessionJSON, 0, len(list))
-		for _, s := range list {
-			out = append(out, sessionJSON{ID: s.ID, Revision: s.Head, Messages: s.Messages, Status: s.Status, Title: s.Title,
-				Created: s.Created, Updated: s.Updated, Hazards: s.Hazards(), Parent: s.Parent})
+		w := bufio.NewWriterSize(std.Stdout, 64*1024)
+		if err := writeSessions(w, list); err != nil {
+			return err
 		}
-		return writeJSON(std.Stdout, out)
+		return w.Flush()
 	})
 }
 
