@@ -79,7 +79,8 @@ func (e Event) Known() bool {
 	switch e.Type {
 	case TypeSessionStarted, TypeUserPrompt, TypeAssistantMessage, TypeToolStarted,
 		TypeFileSnapshot, TypeToolFinished, TypeTurnCompleted, TypeTurnInterrupted,
-		TypeRecoveryAcknowledged, TypeRestored:
+		TypeRecoveryAcknowledged, TypeRestored,
+		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished:
 		return true
 	}
 	return false

@@ -159,7 +159,7 @@ func (s *State) Apply(e Event) {
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
 		ok := e.Decode(&p) == nil
-		s.Summary.apply(e, &facts{ok: ok, callIDs: p.CallIDs})
+		s.Summary.apply(e, &facts{ok: ok, callIDs: p.CallIDs, tokens: p.Tokens})
 		if !ok {
 			return
 		}

@@ -258,3 +258,29 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryCountsOpenJobs(t *testing.T) {
+	started := func(l *logBuilder) *logBuilder {
+		return l.add(TypeJobStarted, JobStarted{Job: "j1", CallID: "c1", Command: "make", PID: 42})
+	}
+	tests := []struct {
+		name string
+		log  *logBuilder
+		want int
+	}{
+		{"running or orphaned job", started(newLog()), 1},
+		{"finished job", started(newLog()).add(TypeJobFinished, JobFinished{Job: "j1"}), 0},
+		{"acknowledged job", started(newLog()).add(TypeRecoveryAcknowledged, RecoveryAcknowledged{Tokens: []string{ReviewToken("c1/j1", 2)}}), 0},
+		{"another job's token", started(newLog()).add(TypeRecoveryAcknowledged, RecoveryAcknowledged{Tokens: []string{ReviewToken("c9/j9", 2)}}), 1},
+		{"job copied into a fork", started((&logBuilder{}).add(TypeSessionStarted, SessionStarted{ID: "f", Namespace: "ns", Parent: &ForkRef{Session: "p", Seq: 2}})), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			whole := Summarize("s1", tt.log.events)
+			st := Replay(tt.log.events)
+			if whole.Hazards() != tt.want || st.Summary.Hazards() != tt.want {
+				t.Fatalf("hazards: Summarize %d, Replay %d, want %d (%v)", whole.Hazards(), st.Summary.Hazards(), tt.want, whole.Open)
+			}
+		})
+	}
+}

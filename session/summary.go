@@ -2,6 +2,7 @@ package session
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -37,7 +38,9 @@ type Summary struct {
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
 	// Open lists the call ids of tools started but neither finished nor
-	// acknowledged: the recovery hazards. Len(Open) is their count.
+	// acknowledged, and background jobs ("job:ID:TOKEN") started and
+	// neither finished nor acknowledged: the recovery hazards (a job may
+	// also still be running in a live process). Len(Open) is their count.
 	Open []string `json:"open,omitempty"`
 }
 
@@ -75,7 +78,15 @@ func (s *Summary) Apply(e Event) {
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
 		f.ok = e.Decode(&p) == nil
-		f.callIDs = p.CallIDs
+		f.callIDs, f.tokens = p.CallIDs, p.Tokens
+	case TypeJobStarted:
+		var p JobStarted
+		f.ok = e.Decode(&p) == nil
+		f.callID, f.job = p.CallID, p.Job
+	case TypeJobFinished:
+		var p JobFinished
+		f.ok = e.Decode(&p) == nil
+		f.job = p.Job
 	}
 	s.apply(e, &f)
 }
@@ -88,7 +99,12 @@ type facts struct {
 	text    string         // user_prompt: the text (needed while there is no title)
 	callID  string         // tool_started, tool_finished
 	callIDs []string       // recovery_acknowledged
+	tokens  []string       // recovery_acknowledged
+	job     string         // job_started, job_finished
 }
+
+// jobEntry is how Summary.Open names a background job that has not ended.
+func jobEntry(job, token string) string { return "job:" + job + ":" + token }
 
 // apply folds e, whose payload gave f, into the summary.
 func (s *Summary) apply(e Event, f *facts) {
@@ -131,7 +147,23 @@ func (s *Summary) apply(e Event, f *facts) {
 		}
 	case TypeRecoveryAcknowledged:
 		if f.ok {
-			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return slices.Contains(f.callIDs, id) })
+			s.Open = slices.DeleteFunc(s.Open, func(id string) bool {
+				if job, ok := strings.CutPrefix(id, "job:"); ok {
+					_, token, _ := strings.Cut(job, ":")
+					return slices.Contains(f.tokens, token)
+				}
+				return slices.Contains(f.callIDs, id)
+			})
+		}
+	case TypeJobStarted:
+		// Jobs a fork copied from its parent belong to the parent.
+		if f.ok && (s.Parent == nil || e.Seq > s.Parent.Seq) {
+			s.Open = append(s.Open, jobEntry(f.job, ReviewToken(f.callID+"/"+f.job, e.Seq)))
+		}
+	case TypeJobFinished:
+		if f.ok {
+			prefix := "job:" + f.job + ":"
+			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return strings.HasPrefix(id, prefix) })
 		}
 	case TypeTurnCompleted:
 		s.Status = StatusCompleted
