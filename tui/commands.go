@@ -23,6 +23,7 @@ var help = []struct{ key, what string }{
 	{"esc", "cancel the running turn"},
 	{"ctrl+c", "cancel the turn; twice: quit"},
 	{"ctrl+z", "suspend (fg to come back)"},
+	{"ctrl+t", "show / hide the task list"},
 	{"y / a / n", "allow a tool call once / for this session / deny it"},
 	{"Commands:", ""},
 	{"/sessions", "switch to another session of this workspace"},
@@ -145,7 +146,7 @@ func (m *model) command(line string) tea.Cmd {
 		m.agent.NewSession()
 		m.setTranscript(newTranscript(), "")
 		m.tr.notice("new session: the next prompt starts it")
-		return nil
+		return m.refreshTasks() // a shared list stays
 	case "/sessions":
 		if !m.needDB(name) {
 			return nil
@@ -201,11 +202,14 @@ func (m *model) needSession(cmd string) bool {
 	return false
 }
 
-// setTranscript replaces the transcript (a session was loaded or left).
+// setTranscript replaces the transcript (a session was loaded or left);
+// the caller reads the new session's task list.
 func (m *model) setTranscript(tr *transcript, id string) {
 	m.tr = tr
 	m.sessionID = id
 	m.bgStarted = time.Time{}
+	m.forgetTasks()
+	m.countJobs()
 	m.resetCache()
 	m.view = anchor{follow: true}
 	m.history = append([]string(nil), tr.prompts...)
@@ -237,10 +241,11 @@ func (m *model) loadCmd(id string, resume bool, note string) tea.Cmd {
 			if note != "" {
 				m.tr.notice(note)
 			}
+			cmd := m.refreshTasks()
 			if len(hz) > 0 {
-				return m.reviewHazards(hz)
+				return tea.Batch(cmd, m.reviewHazards(hz))
 			}
-			return nil
+			return cmd
 		}
 	})
 }

@@ -3,9 +3,10 @@
 //
 // The screen is a transcript (prompts, answers rendered as Markdown, one
 // block per tool call with its arguments, a diff for edits and writes and
-// its result folded to a few lines), an activity line (spinner and elapsed
-// time while the model works), a multi-line input with history and a status
-// line (session, revision, model, tokens, workspace). Tool calls that need
+// its result folded to a few lines), the session's task list (the todo
+// tool's; ctrl+t hides it), an activity line (spinner and elapsed time
+// while the model works), a multi-line input with history and a status line
+// (session, revision, model, tokens, running background jobs, workspace). Tool calls that need
 // approval are asked inline; /sessions and /checkpoints open pickers.
 //
 // The UI never blocks the agent: Agent.Send runs in a command goroutine,

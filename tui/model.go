@@ -101,6 +101,12 @@ type model struct {
 	picker  *picker
 	confirm *confirm
 
+	tasks     *session.TaskList // the session's task list, nil before it is read
+	hideTasks bool              // the task panel is hidden (ctrl+t)
+	taskReq   int               // task list reads asked for
+	taskSeen  int               // the newest read applied
+	jobs      int               // background jobs of the session that run
+
 	op       string // the session operation running, if any
 	hint     string // a transient line (cleared by the next key)
 	armed    bool   // ctrl+c was pressed once
@@ -161,6 +167,7 @@ func (m *model) Init() tea.Cmd {
 		cmds = append(cmds, m.loadCmd(m.sessionID, false, ""))
 	} else {
 		m.tr.notice("lite-agent in " + m.workspace() + ": type a prompt, /help for commands")
+		cmds = append(cmds, m.refreshTasks()) // a shared list (--task-list) shows before the first prompt
 	}
 	return tea.Batch(cmds...)
 }
@@ -263,6 +270,8 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return m.scheduleMD(msg.e)
 	case resultMsg:
 		return m.result(msg)
+	case tasksMsg:
+		m.gotTasks(msg)
 	}
 	return nil
 }
@@ -276,12 +285,17 @@ func (m *model) resize(w, h int) {
 // applyUpdates folds updates of the current session into the transcript.
 func (m *model) applyUpdates(us updatesMsg) tea.Cmd {
 	var cmds []tea.Cmd
+	tasks, jobs := false, false
 	for _, u := range us {
 		if u.Session != m.sessionID {
 			if u.Event == nil || u.Event.Type != session.TypeSessionStarted {
 				continue // a session this screen has left
 			}
 			m.sessionID = u.Session
+		}
+		if u.Event != nil {
+			tasks = tasks || isTodo(u.Event)
+			jobs = jobs || u.Event.Type == session.TypeJobStarted || u.Event.Type == session.TypeJobFinished
 		}
 		var e *entry
 		switch {
@@ -300,6 +314,12 @@ func (m *model) applyUpdates(us updatesMsg) tea.Cmd {
 		if e != nil {
 			cmds = append(cmds, m.scheduleMD(e))
 		}
+	}
+	if tasks {
+		cmds = append(cmds, m.refreshTasks())
+	}
+	if jobs {
+		m.countJobs()
 	}
 	return tea.Batch(cmds...)
 }
@@ -358,6 +378,18 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.ctrlC()
 	case "ctrl+z":
 		return tea.Suspend
+	case "ctrl+t":
+		m.armed = false
+		if !m.hasTasks() {
+			m.hint = "no task list yet: the agent keeps one (the todo tool) for longer work"
+			return nil
+		}
+		m.hideTasks = !m.hideTasks
+		m.hint = ""
+		if m.hideTasks {
+			m.hint = "tasks hidden: ctrl+t shows them"
+		}
+		return nil
 	}
 	m.armed, m.hint = false, ""
 	if len(m.asks) > 0 && m.mode == modeInput {

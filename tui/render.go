@@ -355,6 +355,8 @@ func summary(tool string, in map[string]any, raw json.RawMessage) string {
 		return s
 	case "bash":
 		return oneLine(str("command"))
+	case "todo":
+		return todoSummary(in)
 	case "glob", "grep":
 		s := str("pattern")
 		if p := str("path"); p != "" {

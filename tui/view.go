@@ -11,9 +11,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// View draws the screen: the transcript window, the activity line, the
-// input (or the question being asked) and the status line. It joins only
-// the rows on screen.
+// View draws the screen: the transcript window, the task list, the
+// activity line, the input (or the question being asked) and the status
+// line. It joins only the rows on screen.
 func (m *model) View() tea.View {
 	var v tea.View
 	v.AltScreen = true
@@ -26,8 +26,10 @@ func (m *model) View() tea.View {
 		rows = append(rows, m.picker.view(m, m.height-1)...)
 	} else {
 		panel := m.panel()
+		tasks := m.taskPanel()
 		tr, below := m.window(m.transcriptRows())
 		rows = append(rows, tr...)
+		rows = append(rows, tasks...)
 		rows = append(rows, m.activity(below))
 		if panel == nil {
 			rows = append(rows, m.rule(""))
@@ -56,7 +58,7 @@ func (m *model) View() tea.View {
 
 // transcriptRows is the height of the transcript window.
 func (m *model) transcriptRows() int {
-	bottom := 2 // activity and status lines
+	bottom := 2 + len(m.taskPanel()) // activity and status lines, and the task list
 	if p := m.panel(); p != nil {
 		bottom += len(p)
 	} else {
@@ -153,7 +155,20 @@ func elapsed(d time.Duration) string {
 	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// status is the bottom line: session, revision, model, tokens, workspace.
+// The parts of the status line, in order.
+const (
+	partID = iota
+	partRev
+	partModel
+	partTokens
+	partJobs
+	partTasks
+	partWorkspace
+)
+
+// status is the bottom line: session, revision, model, tokens, running
+// background jobs, the task list's count when its panel is not shown, and
+// the workspace.
 func (m *model) status() string {
 	id := m.sessionID
 	if id == "" {
@@ -164,7 +179,11 @@ func (m *model) status() string {
 		model = m.tr.model
 	}
 	u := m.tr.usage
-	parts := []string{id, "rev " + itoa(m.tr.head), model, tokens(u.InputTokens + u.OutputTokens), m.workspace()}
+	taskCount := ""
+	if len(m.taskPanel()) == 0 {
+		taskCount = m.taskStatus()
+	}
+	parts := []string{id, "rev " + itoa(m.tr.head), model, tokens(u.InputTokens + u.OutputTokens), m.jobStatus(true), taskCount, m.workspace()}
 	line := func() string {
 		var kept []string
 		for _, p := range parts {
@@ -175,21 +194,25 @@ func (m *model) status() string {
 		return " " + strings.Join(kept, " · ") + " "
 	}
 	// Narrow screens: shorten the workspace from the left (down to its
-	// base name), then the id, drop the model, then abbreviate.
+	// base name), then the id, drop the model, then abbreviate, and at
+	// last drop the workspace and the tokens.
 	if over := ansi.StringWidth(line()) - m.width; over > 0 {
 		ws := m.workspace()
 		keep := ansi.StringWidth(ws) - over - 1
 		if base := filepath.Base(ws); keep > ansi.StringWidth(base) {
-			parts[4] = "…" + ansi.TruncateLeft(ws, ansi.StringWidth(ws)-keep, "")
+			parts[partWorkspace] = "…" + ansi.TruncateLeft(ws, ansi.StringWidth(ws)-keep, "")
 		} else {
-			parts[4] = base
+			parts[partWorkspace] = base
 		}
 	}
 	steps := []func(){
-		func() { parts[0] = cut(id, 13) },
-		func() { parts[2] = "" },
-		func() { parts[0], parts[1] = cut(id, 9), "r"+itoa(m.tr.head) },
-		func() { parts[3] = strings.Replace(parts[3], "tokens", "tok", 1) },
+		func() { parts[partID] = cut(id, 13) },
+		func() { parts[partModel] = "" },
+		func() { parts[partJobs] = m.jobStatus(false) },
+		func() { parts[partID], parts[partRev] = cut(id, 9), "r"+itoa(m.tr.head) },
+		func() { parts[partTokens] = strings.Replace(parts[partTokens], "tokens", "tok", 1) },
+		func() { parts[partWorkspace] = "" }, // the welcome line names it
+		func() { parts[partTokens] = "" },
 	}
 	for _, step := range steps {
 		if ansi.StringWidth(line()) <= m.width {
