@@ -2,7 +2,10 @@ package liteagent_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -154,4 +157,73 @@ func BenchmarkResume100Turns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRestore1000Files: a session whose one prompt changed 1,000 files
+// of 4 KiB (each snapshotted before the change), rewound to before that
+// prompt: drift check, the undo fork and 1,000 files written back, in a
+// SQLite store.
+func BenchmarkRestore1000Files(b *testing.B) {
+	const files, size = 1000, 4096
+	ctx := context.Background()
+	content := func(tag byte) []byte {
+		c := make([]byte, size)
+		for i := range c {
+			c[i] = 'a' + byte(i%26)
+		}
+		c[0] = tag
+		return c
+	}
+	before, after := content('0'), content('1')
+	for range b.N {
+		b.StopTimer()
+		dir := b.TempDir()
+		store, err := sqlite.Open(filepath.Join(b.TempDir(), "s.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := liteagent.New(&liteagent.Options{Workdir: dir, Checkpointer: store})
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := liteagent.NewSessionID()
+		events := []session.Event{
+			session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: a.Namespace(), Workdir: a.Workdir()}),
+			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "change every file"}),
+		}
+		finished := session.ToolFinished{CallID: "c1", Tool: "write", Output: "ok", Files: map[string]string{}}
+		for i := range files {
+			p := fmt.Sprintf("d%02d/f%04d.txt", i%20, i)
+			full := filepath.Join(dir, p)
+			if i < 20 {
+				os.MkdirAll(filepath.Dir(full), 0o755)
+			}
+			if err := os.WriteFile(full, after, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			events = append(events, session.MustNew(session.TypeFileSnapshot, session.FileSnapshot{CallID: "c1", Path: p, Existed: true, Mode: 0o644, Content: before, Digest: digest(before)}))
+			finished.Files[p] = digest(after)
+		}
+		events = append(events, session.MustNew(session.TypeToolFinished, finished), session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{}))
+		if _, err := store.Append(ctx, id, 0, events); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := a.Restore(ctx, id, 1, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if len(res.Files) != files {
+			b.Fatalf("restored %d files", len(res.Files))
+		}
+		a.Close()
+		store.Close()
+		b.StartTimer()
+	}
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"maps"
 	"slices"
 	"strconv"
@@ -161,38 +163,47 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	}
 	res := &RestoreResult{Session: id, ToSeq: seq, NotUndone: plan.notUndone}
 	paths := slices.Sorted(maps.Keys(plan.target))
+	// Each file as it is now, read once: for the drift check and for the
+	// undo fork.
+	current := make(map[string]session.FileSnapshot, len(paths))
 	for _, p := range paths {
 		action := "restore"
 		if !plan.target[p].Existed {
 			action = "remove"
 		}
 		res.Files = append(res.Files, FileChange{Path: p, Action: action})
-		cur := a.digest(p)
-		if cur != plan.last[p] && cur != plan.target[p].Digest {
+		snap, err := a.snapshot("restore", p)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: read %s: %w", id, p, err)
+		}
+		current[p] = snap
+		if snap.Digest != plan.last[p] && snap.Digest != plan.target[p].Digest {
 			res.Drift = append(res.Drift, p)
 		}
 	}
 	if o.DryRun || seq == head {
 		return res, nil
 	}
-	if len(res.Drift) > 0 && !o.Force {
+	// The log as it was, and the files as they are now, are kept in a fork
+	// named after this restore, so it can be undone. If that fork exists, a
+	// run of this same restore stopped half-way (a crash): its drift check
+	// passed and it may have written some files, so the re-run finishes the
+	// job without checking again.
+	undo := id + "-r" + strconv.FormatInt(head, 10)
+	_, err = a.store.Head(ctx, undo)
+	rerun := err == nil
+	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, fmt.Errorf("restore %s: %w", id, err)
+	}
+	if len(res.Drift) > 0 && !o.Force && !rerun {
 		return res, &DriftError{Session: id, Files: res.Drift}
 	}
-
-	// Keep the log as it was, and the files as they are now, in a fork named
-	// after this restore, so it can be undone; a re-run after a crash finds
-	// it and keeps it.
-	undo := id + "-r" + strconv.FormatInt(head, 10)
-	if _, err := a.store.Head(ctx, undo); errors.Is(err, checkpoint.ErrNotFound) {
+	if !rerun {
 		// The files as the restore finds them (the state at the head), then
 		// what the restore leaves: restoring the fork to head undoes it.
-		var extra []session.Event
+		extra := make([]session.Event, 0, len(paths)+1)
 		for _, p := range paths {
-			snap, err := a.snapshot("restore", p)
-			if err != nil {
-				return nil, fmt.Errorf("restore %s: snapshot %s before overwriting it: %w", id, p, err)
-			}
-			extra = append(extra, mustEvent(session.TypeFileSnapshot, snap))
+			extra = append(extra, mustEvent(session.TypeFileSnapshot, current[p]))
 		}
 		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}}
 		for _, p := range paths {
@@ -202,15 +213,24 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		if err := a.copyLog(ctx, undo, id, events, extra); err != nil && !checkpoint.IsConflict(err) {
 			return nil, fmt.Errorf("restore %s: keep the log for undo: %w", id, err)
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
 	res.UndoSession, res.UndoSeq = undo, head
 
+	// Write the files back (the old content is safe in the undo fork), then
+	// make them durable with one sync before the log forgets the tail.
+	var written []string
 	for _, p := range paths {
+		if current[p].Digest == plan.target[p].Digest && current[p].Existed == plan.target[p].Existed &&
+			(!current[p].Existed || current[p].Mode == plan.target[p].Mode) {
+			continue // already as it was at the checkpoint
+		}
 		if err := a.putBack(plan.target[p]); err != nil {
 			return res, fmt.Errorf("restore %s: %s: %w (re-run the restore to finish; it is safe to repeat)", id, p, err)
 		}
+		written = append(written, p)
+	}
+	if err := a.syncFiles(written); err != nil {
+		return res, fmt.Errorf("restore %s: sync the restored files: %w (re-run the restore to finish; it is safe to repeat)", id, err)
 	}
 	if _, err := a.store.Truncate(ctx, id, seq, head); err != nil {
 		return res, fmt.Errorf("restore %s: truncate the log: %w", id, err)
@@ -273,8 +293,9 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 	return p, nil
 }
 
-// putBack writes a snapshot back to disk, the old content and mode
-// atomically, or removes the file if it did not exist.
+// putBack writes a snapshot back to disk, in place (the content it
+// replaces is already kept in the undo fork), with its old mode; or removes
+// the file if it did not exist. It does not sync: see syncFiles.
 func (a *Agent) putBack(s session.FileSnapshot) error {
 	loc, err := a.root.Locate(s.Path)
 	if err != nil {
@@ -287,5 +308,48 @@ func (a *Agent) putBack(s session.FileSnapshot) error {
 		}
 		return err
 	}
-	return loc.WriteFile(s.Content, fs.FileMode(s.Mode&0o7777))
+	if dir := filepath.Dir(loc.Name); dir != "." {
+		if err := loc.FS.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	mode := fs.FileMode(s.Mode & 0o7777)
+	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(s.Content)
+	if err == nil {
+		err = f.Chmod(mode) // the file may have existed with another mode
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
+
+// fsyncEach syncs each file (and the directory of a removed one).
+func (a *Agent) fsyncEach(paths []string) error {
+	for _, p := range paths {
+		loc, err := a.root.Locate(p)
+		if err != nil {
+			return err
+		}
+		name := loc.Name
+		f, err := loc.FS.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			f, err = loc.FS.Open(filepath.Dir(name))
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isAbs(p string) bool { return filepath.IsAbs(p) }
