@@ -57,6 +57,9 @@ type Options struct {
 	// Approve decides on tool calls that change files or run commands.
 	// Nil approves everything: set it for untrusted models.
 	Approve ApprovalFunc
+	// Input answers questions the model asks the user (the ask_user tool,
+	// offered only when Input is set).
+	Input InputFunc
 	// MaxModelCalls caps model calls per Send (default 50).
 	MaxModelCalls int
 	// MaxTokens caps each model response (0: the provider's default).

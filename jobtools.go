@@ -46,6 +46,9 @@ func (a *Agent) withAgentTools(in []tool.Tool) []tool.Tool {
 		}
 		out = append(out, t)
 	}
+	if a.opts.Input != nil && !names[AskUserTool] {
+		out = append(out, askUser{a})
+	}
 	return out
 }
 

@@ -84,6 +84,7 @@ type config struct {
 	noWait                   bool   // --no-wait: one-shot runs do not wait for background jobs
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
+	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)
 }
 
 // op is a session operation named on the command line.
