@@ -8,17 +8,21 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // lineMode is the plain interactive client: prompts and slash commands,
 // one per line.
 type lineMode struct {
 	c     *config
-	std   IO
+	std   IO // its Stderr is out's, once the session is open
 	e     *env
 	lines <-chan string // closed at end of input
+	out   *lineOutput
 }
 
 // readLines delivers stdin's lines on a channel, closed at end of input.
@@ -43,7 +47,9 @@ const lineHelp = `Type a prompt and press enter. Commands:
   /new                 start a new session
   /help                show this help
   /exit                quit (so does end of input)
-Ctrl-C cancels a running turn; a second Ctrl-C quits.`
+Ctrl-C cancels a running turn; a second Ctrl-C quits.
+When a background job ends, what the agent does with its result is printed
+as it comes; tools it wants to run then, that need approval, are denied.`
 
 func interactive(ctx context.Context, c *config, std IO) error {
 	if ok, err := fullScreen(ctx, c, std); ok {
@@ -57,15 +63,18 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	}
 	m.e = e
 	defer func() { m.e.close() }()
-	fmt.Fprintf(std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
+	m.out = followAgent(e.agent, std, c.output)
+	defer m.out.stop()
+	m.std.Stderr = m.out.stderr()
+	fmt.Fprintf(m.std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
 	if id := e.agent.SessionID(); id != "" {
-		fmt.Fprintf(std.Stderr, "resumed session %s\n", id)
+		fmt.Fprintf(m.std.Stderr, "resumed session %s\n", id)
 	}
 	for {
-		fmt.Fprint(std.Stderr, "> ")
+		m.out.prompt()
 		line, ok := m.read(ctx)
+		m.out.answered(ok)
 		if !ok {
-			fmt.Fprintln(std.Stderr)
 			return nil
 		}
 		line = strings.TrimSpace(line)
@@ -76,17 +85,40 @@ func interactive(ctx context.Context, c *config, std IO) error {
 			if err := m.command(ctx, line); errors.Is(err, errQuit) {
 				return nil
 			} else if err != nil {
-				fmt.Fprintln(std.Stderr, "error:", oneLine(err.Error()))
+				fmt.Fprintln(m.std.Stderr, "error:", oneLine(err.Error()))
 			}
 			continue
 		}
-		if _, err := runTurn(ctx, m.e, c, std, line); err != nil {
+		if err := m.turn(ctx, line); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			fmt.Fprintln(std.Stderr, "error:", oneLine(err.Error()))
+			fmt.Fprintln(m.std.Stderr, "error:", oneLine(err.Error()))
 		}
 	}
+}
+
+// turn sends one prompt; the first interrupt cancels it. m.out prints what
+// the turn says, as it prints the background completion turns between
+// prompts, and ends the turn's output as one-shot runs do (a newline, or
+// the result object with --output json and stream-json) right after its
+// last event, before a completion turn that follows.
+func (m *lineMode) turn(ctx context.Context, prompt string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.std.Interrupt:
+			fmt.Fprintln(m.std.Stderr, "\ncancelling the turn… (Ctrl-C again to quit)")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	a := m.e.agent
+	m.out.begin()
+	res, err := a.Send(ctx, prompt)
+	m.out.end(a.SessionID(), a.Head(), res, err)
+	return err
 }
 
 // read returns the next line; false at end of input, on Ctrl-C while idle,
@@ -123,8 +155,12 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 		// A background completion turn runs while the prompt loop owns
 		// stdin: asking here would race with it, so such calls are denied
 		// (the model is told) and the user is told how to allow them.
-		fmt.Fprintf(m.std.Stderr, "\ndenied %s from a background completion turn: the line mode cannot ask while it waits for a prompt (use the full-screen client, or ask for it in your next prompt)\n", req.Tool)
+		fmt.Fprintf(m.std.Stderr, "denied %s from a background completion turn: the line mode cannot ask while it waits for a prompt (use the full-screen client, or ask for it in your next prompt)\n", req.Tool)
 		return liteagent.Deny, nil
+	}
+	// What the model said before the call is printed before the question.
+	if m.out != nil {
+		m.out.catchUp(req.Session, m.e.agent.Head())
 	}
 	what := req.Tool + " " + short(string(req.Input), 120)
 	for {
@@ -141,6 +177,250 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 			return liteagent.Deny, nil
 		}
 	}
+}
+
+// lineOutput prints what the agent says in the line mode: the turns of
+// the user's prompts and the background completion turns the agent runs
+// between them (when a background job ends), through one subscription held
+// for the whole run, so that nothing is printed twice or lost when a
+// completion turn and a prompt meet. Text goes to stdout, tool lines and
+// notices to stderr, both through runTurn's printer.
+//
+// Everything is written under mu: the pump's printing, the prompt, and the
+// line mode's own messages (stderr), so lines never interleave. A
+// completion turn that starts while "> " waits for input begins on a new
+// line and, once it ends, prints "> " again. The prompt reader is never
+// touched: approvals a completion turn asks for are denied (see
+// lineMode.approve).
+type lineOutput struct {
+	mu       sync.Mutex
+	p        *printer
+	errw     io.Writer
+	last     map[string]int64 // per session, the seq of the last event printed
+	progress chan struct{}    // closed and replaced after each event
+	ended    bool             // the subscription closed
+	busy     bool             // a prompt's turn runs
+	bg       bool             // a background completion turn is being printed
+	atPrompt bool             // "> " is the last thing on the screen
+	ending   *turnEnd         // a prompt's turn to end once its last event is printed
+	unsub    func()
+	done     chan struct{} // closed when the pump returns
+}
+
+// followAgent subscribes to a's updates and prints them until stop.
+func followAgent(a *liteagent.Agent, std IO, format string) *lineOutput {
+	o := &lineOutput{errw: std.Stderr, last: map[string]int64{}, progress: make(chan struct{}), done: make(chan struct{})}
+	o.p = &printer{out: promptBreak{o, std.Stdout}, errw: promptBreak{o, std.Stderr}, format: format}
+	updates, unsub := a.Subscribe()
+	o.unsub = unsub
+	go o.pump(updates)
+	return o
+}
+
+// stop ends the subscription and waits for the pump.
+func (o *lineOutput) stop() {
+	o.unsub()
+	<-o.done
+}
+
+func (o *lineOutput) pump(updates <-chan Update) {
+	defer close(o.done)
+	for u := range updates {
+		o.mu.Lock()
+		o.show(u)
+		if e := u.Event; e != nil {
+			o.last[u.Session] = max(o.last[u.Session], e.Seq)
+			close(o.progress)
+			o.progress = make(chan struct{})
+			if t := o.ending; t != nil && o.last[t.session] >= t.head {
+				o.finish(t)
+			}
+		}
+		o.mu.Unlock()
+	}
+	o.mu.Lock()
+	o.ended = true
+	close(o.progress)
+	if o.ending != nil {
+		o.finish(o.ending)
+	}
+	o.mu.Unlock()
+}
+
+// show prints one update; o.mu is held.
+func (o *lineOutput) show(u Update) {
+	text := o.p.format == "text"
+	if e := u.Event; e != nil {
+		switch e.Type {
+		case session.TypeJobFinished:
+			var f session.JobFinished
+			if text && e.Decode(&f) == nil {
+				o.p.endLine()
+				fmt.Fprintf(o.p.errw, "▸ background job %s ended: %s\n", f.Job, jobEnd(f))
+			}
+		case session.TypeUserPrompt:
+			var up session.UserPrompt
+			if e.Decode(&up) == nil && up.Background {
+				o.bg = true
+				if text {
+					o.p.endLine()
+					fmt.Fprintln(o.p.errw, "▸ the agent goes on with the job's result (a background turn)")
+				}
+			}
+		case session.TypeTurnCompleted, session.TypeTurnInterrupted:
+			if o.bg {
+				o.p.show(u)
+				o.bg = false
+				var ti session.TurnInterrupted
+				if e.Type == session.TypeTurnInterrupted && text && e.Decode(&ti) == nil {
+					o.p.endLine()
+					fmt.Fprintf(o.p.errw, "▸ the background turn was interrupted: %s\n", oneLine(ti.Reason))
+				}
+				o.p.endLine()
+				if !o.busy {
+					o.showPrompt()
+				}
+				return
+			}
+		}
+	}
+	o.p.show(u)
+}
+
+// prompt prints the prompt for the next line.
+func (o *lineOutput) prompt() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.p.endLine()
+	o.showPrompt()
+}
+
+func (o *lineOutput) showPrompt() {
+	if !o.atPrompt {
+		fmt.Fprint(o.errw, "> ")
+		o.atPrompt = true
+	}
+}
+
+// leavePrompt starts a new line when "> " is the last thing printed
+// (nothing was typed after it, as far as the output knows); o.mu is held.
+func (o *lineOutput) leavePrompt() {
+	if o.atPrompt {
+		o.atPrompt = false
+		fmt.Fprintln(o.errw)
+	}
+}
+
+// answered notes that the prompt got its line (got: the terminal echoed
+// it and its newline) or that input ended (a newline ends the prompt's
+// line).
+func (o *lineOutput) answered(got bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if got {
+		o.atPrompt = false
+		return
+	}
+	o.leavePrompt()
+}
+
+// begin marks a prompt's turn as running.
+func (o *lineOutput) begin() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.busy = true
+	if o.bg && o.p.format == "text" {
+		o.p.endLine()
+		fmt.Fprintln(o.errw, "▸ your prompt is sent when the background turn ends")
+	}
+}
+
+// catchUp waits until the event at head of session sid has been printed
+// (every event of a turn is published before Send returns), at most two
+// seconds.
+func (o *lineOutput) catchUp(sid string, head int64) {
+	deadline := time.After(2 * time.Second)
+	for {
+		o.mu.Lock()
+		caught, progress := o.ended || o.last[sid] >= head, o.progress
+		o.mu.Unlock()
+		if caught {
+			return
+		}
+		select {
+		case <-progress:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// turnEnd is a prompt's turn that ended: its output ends once the event
+// at head of session is printed.
+type turnEnd struct {
+	session string
+	head    int64
+	res     *liteagent.Result
+	err     error
+	done    chan struct{}
+}
+
+// end ends the output of a prompt's turn whose last event is at head of
+// session sid: a newline, or the result object. It waits until the pump
+// has printed that event (every event of a turn is published before Send
+// returns), at most two seconds.
+func (o *lineOutput) end(sid string, head int64, res *liteagent.Result, err error) {
+	t := &turnEnd{session: sid, head: head, res: res, err: err, done: make(chan struct{})}
+	o.mu.Lock()
+	if o.ended || o.last[sid] >= head {
+		o.finish(t)
+		o.mu.Unlock()
+		return
+	}
+	o.ending = t
+	o.mu.Unlock()
+	select {
+	case <-t.done:
+	case <-time.After(2 * time.Second):
+		o.mu.Lock()
+		if o.ending == t {
+			o.finish(t)
+		}
+		o.mu.Unlock()
+	}
+}
+
+// finish prints the end of turn t; o.mu is held.
+func (o *lineOutput) finish(t *turnEnd) {
+	o.p.finish(t.res, t.err)
+	o.busy, o.ending = false, nil
+	close(t.done)
+}
+
+// stderr is the line mode's own stderr: each write waits for the output in
+// progress, and starts on a line of its own.
+func (o *lineOutput) stderr() io.Writer { return lockedStderr{o} }
+
+type lockedStderr struct{ o *lineOutput }
+
+func (w lockedStderr) Write(b []byte) (int, error) {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	w.o.p.endLine()
+	w.o.leavePrompt()
+	return w.o.errw.Write(b)
+}
+
+// promptBreak is the printer's writer: what it prints starts below a
+// waiting prompt. Its writes happen under o.mu.
+type promptBreak struct {
+	o *lineOutput
+	w io.Writer
+}
+
+func (w promptBreak) Write(b []byte) (int, error) {
+	w.o.leavePrompt()
+	return w.w.Write(b)
 }
 
 func (m *lineMode) command(ctx context.Context, line string) error {

@@ -3,6 +3,8 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -264,3 +266,30 @@ func TestTasksWithAgent(t *testing.T) {
 }
 
 var keyCtrlT = tea.KeyPressMsg{Code: 't', Mod: tea.ModCtrl}
+
+// Over a real agent: a background job is counted in the status line while
+// it runs.
+func TestJobCountWithAgent(t *testing.T) {
+	// The job runs until the test creates the file "go".
+	p := &fakeProvider{replies: []provider.Response{
+		reply(toolUse("b1", "bash", `{"command":"while [ ! -e go ]; do sleep 0.02; done","background":true}`)),
+		reply(text("Started.")),
+		reply(text("The job ended.")),
+	}}
+	approvals := NewApprovals()
+	a, _ := newTestAgent(t, p, approvals.Approve)
+	d := drive(t, a, Options{Approvals: approvals, SessionDB: "mem"})
+	d.typeText("start it")
+	d.key(keyEnter)
+	d.until("the approval", func() bool { return len(d.m.asks) > 0 })
+	d.key(runeKey('y'))
+	d.shows("1 job running")
+	if err := os.WriteFile(filepath.Join(a.Workdir(), "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.shows("The job ended.")
+	d.until("the count to go", func() bool { return !strings.Contains(screen(d.m), "job running") })
+	if d.m.jobs != 0 {
+		t.Fatalf("%d jobs counted after the job ended", d.m.jobs)
+	}
+}
