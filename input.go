@@ -15,6 +15,9 @@ type InputRequest struct {
 	Question string
 	// Choices are suggested answers, if the model gave any.
 	Choices []string
+	// Background marks a question from a background completion turn,
+	// which starts by itself while the user may be doing something else.
+	Background bool
 }
 
 // InputFunc answers the model's questions (the ask_user tool, offered only
@@ -58,7 +61,10 @@ func (t askUser) Run(ctx context.Context, c tool.Call) tool.Result {
 	if err := json.Unmarshal(c.Input, &in); err != nil || strings.TrimSpace(in.Question) == "" {
 		return tool.Errorf("ask_user needs {\"question\": \"...\"}: the question to show the user")
 	}
-	answer, err := t.a.opts.Input(ctx, InputRequest{Session: t.a.SessionID(), CallID: c.ID, Question: in.Question, Choices: in.Choices})
+	t.a.mu.Lock()
+	background := t.a.inBackground
+	t.a.mu.Unlock()
+	answer, err := t.a.opts.Input(ctx, InputRequest{Session: t.a.SessionID(), CallID: c.ID, Question: in.Question, Choices: in.Choices, Background: background})
 	if ctx.Err() != nil {
 		return tool.Errorf("the question was dismissed: the turn was cancelled")
 	}

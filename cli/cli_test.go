@@ -372,3 +372,18 @@ func TestLineModeSessionsPicker(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLineModeAnswersAskUser(t *testing.T) {
+	isolate(t)
+	srv := model(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("q1", "ask_user", map[string]any{"question": "Which color?", "choices": []string{"red", "blue"}})}},
+		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"q1"}, BodyContains: []string{"blue, please"}}, Text: "Blue it is."},
+	)
+	code, out, errs := runCLI(t, t.TempDir(), "paint it\nblue, please\n/exit\n")
+	if code != 0 || !strings.Contains(errs, "Which color? (red / blue)") || !strings.Contains(out, "Blue it is.") {
+		t.Fatalf("exit %d\nout %q\nerr %q", code, out, errs)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

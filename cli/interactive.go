@@ -56,7 +56,7 @@ func interactive(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	m := &lineMode{c: c, std: std, lines: readLines(std.Stdin)}
-	c.approve = m.approve
+	c.approve, c.input = m.approve, m.input
 	e, err := openSession(ctx, c, std)
 	if err != nil {
 		return err
@@ -146,6 +146,32 @@ func (m *lineMode) ask(ctx context.Context, q string) (string, error) {
 		return strings.TrimSpace(strings.ToLower(l)), nil
 	case <-ctx.Done():
 		fmt.Fprintln(m.std.Stderr)
+		return "", ctx.Err()
+	}
+}
+
+// input answers the model's ask_user questions with a line from the user.
+// A question from a background turn would race with the prompt reader, so
+// it is declined (the model is told).
+func (m *lineMode) input(ctx context.Context, req liteagent.InputRequest) (string, error) {
+	if req.Background {
+		return "", fmt.Errorf("the user is not at the prompt for background questions; ask in your final answer instead")
+	}
+	if m.out != nil {
+		m.out.catchUp(req.Session, m.e.agent.Head())
+	}
+	q := "? " + req.Question
+	if len(req.Choices) > 0 {
+		q += " (" + strings.Join(req.Choices, " / ") + ")"
+	}
+	fmt.Fprint(m.std.Stderr, q+"\n")
+	select {
+	case l, ok := <-m.lines:
+		if !ok {
+			return "", io.EOF
+		}
+		return strings.TrimSpace(l), nil
+	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 }

@@ -60,7 +60,7 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 	if workdir == "" {
 		workdir = c.workdir
 	}
-	opts := &liteagent.Options{Workdir: workdir, MaxModelCalls: c.maxModelCalls, Approve: c.approve, TaskList: c.taskList}
+	opts := &liteagent.Options{Workdir: workdir, MaxModelCalls: c.maxModelCalls, Approve: c.approve, Input: c.input, TaskList: c.taskList}
 	var store checkpoint.Checkpointer
 	if c.sessionDB != "" {
 		s, err := openStore(ctx, c.sessionDB, readOnly)
