@@ -192,3 +192,29 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Stream runs a streaming model call under the policy: attempt sends one
+// request and passes each delta to its emit function; once a delta has
+// been passed on to onDelta (which may be nil), a failure is no longer
+// retried. A cancelled ctx returns ctx's error.
+func (p RetryPolicy) Stream(ctx context.Context, onDelta func(Delta), attempt func(ctx context.Context, emit func(Delta)) (Response, error)) (Response, error) {
+	var resp Response
+	err := p.Do(ctx, func(ctx context.Context) (bool, error) {
+		var streamed bool
+		r, err := attempt(ctx, func(d Delta) {
+			streamed = true
+			if onDelta != nil {
+				onDelta(d)
+			}
+		})
+		resp = r
+		return streamed, err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Response{}, ctx.Err()
+		}
+		return Response{}, err
+	}
+	return resp, nil
+}

@@ -126,25 +126,9 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 	if err != nil {
 		return provider.Response{}, err
 	}
-	var resp provider.Response
-	err = p.retry.Do(ctx, func(ctx context.Context) (bool, error) {
-		var streamed bool
-		r, err := p.attempt(ctx, params, req.Model, func(d provider.Delta) {
-			streamed = true
-			if onDelta != nil {
-				onDelta(d)
-			}
-		})
-		resp = r
-		return streamed, err
+	return p.retry.Stream(ctx, onDelta, func(ctx context.Context, emit func(provider.Delta)) (provider.Response, error) {
+		return p.attempt(ctx, params, req.Model, emit)
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return provider.Response{}, ctx.Err()
-		}
-		return provider.Response{}, err
-	}
-	return resp, nil
 }
 
 // attempt sends one request and reads its stream to the end.
