@@ -278,12 +278,6 @@ func (o *lineOutput) show(u Update) {
 	text := o.p.format == "text"
 	if e := u.Event; e != nil {
 		switch e.Type {
-		case session.TypeJobFinished:
-			var f session.JobFinished
-			if text && e.Decode(&f) == nil {
-				o.p.endLine()
-				fmt.Fprintf(o.p.errw, "▸ background job %s ended: %s\n", f.Job, jobEnd(f))
-			}
 		case session.TypeUserPrompt:
 			var up session.UserPrompt
 			if e.Decode(&up) == nil && up.Background {

@@ -48,7 +48,7 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 	until := make(chan int64, 1)
 	go func() {
 		defer close(done)
-		followJobs(p, updates, until)
+		p.follow(updates, until)
 	}()
 	res, err := a.Send(ctx, c.prompt)
 	var bg []*liteagent.Result
@@ -73,40 +73,6 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 		return err
 	}
 	return bgErr
-}
-
-// followJobs is printer.follow that also tells people, in text mode, when
-// a background job ends.
-func followJobs(p *printer, updates <-chan Update, until <-chan int64) {
-	target := int64(-1)
-	var last int64
-	for {
-		select {
-		case h := <-until:
-			target = h
-			if last >= target {
-				return
-			}
-		case u, ok := <-updates:
-			if !ok {
-				return
-			}
-			if u.Event != nil && u.Event.Type == session.TypeJobFinished && p.format == "text" {
-				var f session.JobFinished
-				if u.Event.Decode(&f) == nil {
-					p.endLine()
-					fmt.Fprintf(p.errw, "▸ background job %s ended: %s\n", f.Job, jobEnd(f))
-				}
-			}
-			p.show(u)
-			if u.Event != nil {
-				last = u.Event.Seq
-				if target >= 0 && last >= target {
-					return
-				}
-			}
-		}
-	}
 }
 
 // jobEnd describes how a job ended.

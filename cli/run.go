@@ -203,6 +203,12 @@ func (p *printer) show(u Update) {
 		if e.Decode(&s) == nil {
 			fmt.Fprintf(p.errw, "▸ %s %s\n", s.Tool, short(string(s.Input), 100))
 		}
+	case session.TypeJobFinished:
+		var f session.JobFinished
+		if e.Decode(&f) == nil {
+			p.endLine()
+			fmt.Fprintf(p.errw, "▸ background job %s ended: %s\n", f.Job, jobEnd(f))
+		}
 	case session.TypeToolFinished:
 		var f session.ToolFinished
 		if e.Decode(&f) == nil && !f.Denied {
