@@ -208,3 +208,50 @@ func TestSecondWriterGetsConflict(t *testing.T) {
 		last = e.Seq
 	}
 }
+
+// TestKillWhileBackgroundJobRuns: lite-agent dies (SIGKILL) while a
+// background job it started still runs; the job is then an interrupted
+// outcome like a tool cut off: shown, refused on resume, acknowledged.
+func TestKillWhileBackgroundJobRuns(t *testing.T) {
+	srv := startModel(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("b1", "bash", map[string]any{"command": "touch job-started; sleep 60", "background": true})}},
+		fakemodel.Reply{Text: "The job runs in the background."},
+		fakemodel.Reply{Expect: &fakemodel.Expect{LastUserContains: []string{"after the crash"}}, Text: "noted"},
+	)
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	p := start(t, srv, work, "--session-db", db, "--allow", "bash", "start the long job")
+	waitFor(t, "the job to start", func() bool { _, err := os.Stat(filepath.Join(work, "job-started")); return err == nil })
+	waitFor(t, "the turn to end", func() bool { return len(srv.Requests()) >= 2 })
+	time.Sleep(200 * time.Millisecond) // let the turn's last events land
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+
+	id := onlySession(t, work, db)
+	// The job outlived lite-agent (it runs in its own session): stop it.
+	_, exported, _ := run(t, nil, work, "--session-db", db, "--export", id)
+	for _, line := range strings.Split(exported, "\n") {
+		var e struct {
+			Type string
+			Data struct{ PID int }
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == "job_started" && e.Data.PID > 0 {
+			t.Cleanup(func() { syscall.Kill(-e.Data.PID, syscall.SIGKILL) })
+		}
+	}
+	in := sessionInfo(t, work, db, id)
+	if len(in.Hazards) != 1 || !strings.Contains(in.Hazards[0].Tool, "background job") {
+		t.Fatalf("hazards after the kill: %+v", in.Hazards)
+	}
+	code, _, errs := run(t, srv, work, "--session-db", db, "--resume", id, "after the crash")
+	if code != 3 || !strings.Contains(errs, "--recovery-info") {
+		t.Fatalf("resume with a job hazard: exit %d, %q", code, errs)
+	}
+	code, out, errs := run(t, srv, work, "--session-db", db, "--resume", id, "--acknowledge", in.Hazards[0].Token, "--no-wait", "after the crash")
+	if code != 0 || !strings.Contains(out, "noted") {
+		t.Fatalf("after acknowledging: %d %q %q", code, out, errs)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
