@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,7 +131,7 @@ func onlySession(t testing.TB, work, db string) string {
 // re-running the tool.
 func TestKillMidToolLeavesHazard(t *testing.T) {
 	srv := startModel(t,
-		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("b1", "bash", map[string]any{"command": "echo SECRET-TOOL-OUTPUT; touch started; sleep 60"})}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("b1", "bash", map[string]any{"command": "echo SECRET-TOOL-OUTPUT; echo $$ > tool.pid; touch started; sleep 60"})}},
 		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"b1"}, BodyContains: []string{"outcome of this tool call is unknown"}, LastUserContains: []string{"carry on"}}, Text: "carried on"},
 	)
 	work := t.TempDir()
@@ -139,6 +140,13 @@ func TestKillMidToolLeavesHazard(t *testing.T) {
 	waitFor(t, "the tool to start", func() bool { _, err := os.Stat(filepath.Join(work, "started")); return err == nil })
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
+	// The tool's process group outlives lite-agent: stop it.
+	if b, err := os.ReadFile(filepath.Join(work, "tool.pid")); err == nil {
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+			t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+		}
+	}
 
 	id := onlySession(t, work, db)
 	in := sessionInfo(t, work, db, id)
