@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -278,7 +277,7 @@ func (s *Store) resolve(ctx context.Context, pending []*appendReq) (map[string]s
 // readStates reads the rows of sessions ids. Sessions without a row get a
 // state with exists false. The states are remembered in the cache.
 func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, summary, generation, etag FROM sessions WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT id, entry, generation, etag FROM sessions WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +292,7 @@ func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state,
 			rows.Close()
 			return nil, err
 		}
-		if err := json.Unmarshal(raw, &st.sum); err != nil {
+		if err := decodeEntry(string(raw), &st.sum); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("decode the summary of session %s: %w", id, err)
 		}
@@ -447,13 +446,13 @@ func newTag() int64 { return rand.Int64() }
 // sessions, whose fields come as parallel arrays.
 const (
 	oneSQL = `WITH c AS (
-	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, summary, generation, etag, max_data)
-	SELECT $1, $3, $4, $5, $6, $7, $8, $9, $10::json, $11, $12, $18::integer WHERE $13
+	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, entry, generation, etag, max_data)
+	SELECT $1, $3, $4, $5, $6, $7, $8, $9, $10::bytea, $11, $12, $18::integer WHERE $13
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id
 ), u AS (
 	UPDATE sessions SET namespace = $3, kind = $4, head = $5, messages = $6, status = $7,
-		created = $8, updated = $9, summary = $10::json, etag = $12, max_data = greatest(max_data, $18::integer)
+		created = $8, updated = $9, entry = $10::bytea, etag = $12, max_data = greatest(max_data, $18::integer)
 	WHERE NOT $13 AND id = $1 AND head = $2 AND etag = $14
 	RETURNING id
 ), a AS (
@@ -468,16 +467,16 @@ SELECT id FROM a`
 
 	manySQL = `WITH r AS (
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::integer[], $7::text[],
-		$8::timestamptz[], $9::timestamptz[], $10::text[], $11::bigint[], $12::bigint[], $13::boolean[], $14::bigint[], $20::integer[])
-	AS r(id, expected, namespace, kind, head, messages, status, created, updated, summary, generation, etag, fresh, old_etag, max_data)
+		$8::timestamptz[], $9::timestamptz[], $10::bytea[], $11::bigint[], $12::bigint[], $13::boolean[], $14::bigint[], $20::integer[])
+	AS r(id, expected, namespace, kind, head, messages, status, created, updated, entry, generation, etag, fresh, old_etag, max_data)
 ), c AS (
-	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, summary, generation, etag, max_data)
-	SELECT id, namespace, kind, head, messages, status, created, updated, summary::json, generation, etag, max_data FROM r WHERE fresh
+	INSERT INTO sessions (id, namespace, kind, head, messages, status, created, updated, entry, generation, etag, max_data)
+	SELECT id, namespace, kind, head, messages, status, created, updated, entry, generation, etag, max_data FROM r WHERE fresh
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id
 ), u AS (
 	UPDATE sessions s SET namespace = r.namespace, kind = r.kind, head = r.head, messages = r.messages,
-		status = r.status, created = r.created, updated = r.updated, summary = r.summary::json, etag = r.etag,
+		status = r.status, created = r.created, updated = r.updated, entry = r.entry, etag = r.etag,
 		max_data = greatest(s.max_data, r.max_data)
 	FROM r
 	WHERE NOT r.fresh AND s.id = r.id AND s.head = r.expected AND s.etag = r.old_etag
@@ -503,22 +502,19 @@ func (st statement) queue(b *pgx.Batch) error {
 	if len(st.plans) == 1 {
 		p := st.plans[0]
 		x := p.next.sum
-		sum, err := json.Marshal(x)
-		if err != nil {
-			return err
-		}
 		n := len(p.r.events)
 		types, times, datas := make([]string, n), make([]time.Time, n), make([][]byte, n)
 		for i, e := range p.r.events {
 			types[i], times[i], datas[i] = string(e.Type), e.Time, e.Data
 		}
 		b.Queue(oneSQL, p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
-			string(sum), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events))
+			encodeEntry(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events))
 		return nil
 	}
 	n := len(st.plans)
 	var (
-		ids, namespaces, kinds, statuses, sums = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ids, namespaces, kinds, statuses       = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		entries                                = make([][]byte, n)
 		expected, heads, gens, etags, oldEtags = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		messages, maxDatas                     = make([]int32, n), make([]int32, n)
 		created, updated                       = make([]time.Time, n), make([]time.Time, n)
@@ -530,19 +526,15 @@ func (st statement) queue(b *pgx.Batch) error {
 	)
 	for i, p := range st.plans {
 		x := p.next.sum
-		sum, err := json.Marshal(x)
-		if err != nil {
-			return err
-		}
 		ids[i], expected[i], namespaces[i], kinds[i], heads[i] = p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head
-		messages[i], statuses[i], created[i], updated[i], sums[i] = int32(x.Messages), string(x.Status), x.Created, x.Updated, string(sum)
+		messages[i], statuses[i], created[i], updated[i], entries[i] = int32(x.Messages), string(x.Status), x.Created, x.Updated, encodeEntry(&x)
 		gens[i], etags[i], fresh[i], oldEtags[i], maxDatas[i] = p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, maxData(p.r.events)
 		for _, e := range p.r.events {
 			evSessions, evSeqs, evTypes = append(evSessions, p.r.id), append(evSeqs, e.Seq), append(evTypes, string(e.Type))
 			evTimes, evDatas = append(evTimes, e.Time), append(evDatas, e.Data)
 		}
 	}
-	b.Queue(manySQL, ids, expected, namespaces, kinds, heads, messages, statuses, created, updated, sums, gens, etags, fresh, oldEtags,
+	b.Queue(manySQL, ids, expected, namespaces, kinds, heads, messages, statuses, created, updated, entries, gens, etags, fresh, oldEtags,
 		evSessions, evSeqs, evTypes, evTimes, evDatas, maxDatas)
 	return nil
 }

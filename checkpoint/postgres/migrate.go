@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 //go:embed migrations/*.sql
@@ -51,6 +53,58 @@ func migrations() []migration {
 
 // schemaVersion is the schema version this build creates and reads.
 var schemaVersion = len(migrations())
+
+// backfills are the steps, written in Go, that follow a migration's SQL in
+// its transaction, by version.
+var backfills = map[int]func(context.Context, pgx.Tx) error{
+	2: backfillEntries,
+}
+
+// backfillBatch is how many rows backfillEntries rewrites per statement.
+const backfillBatch = 1000
+
+// backfillEntries fills in the entry column (version 2) of every session
+// from its JSON summary, a batch of rows at a time in id order.
+func backfillEntries(ctx context.Context, tx pgx.Tx) error {
+	after := ""
+	for {
+		rows, err := tx.Query(ctx, `SELECT id, summary FROM sessions WHERE id > $1 ORDER BY id LIMIT $2`, after, backfillBatch)
+		if err != nil {
+			return fmt.Errorf("read summaries: %w", err)
+		}
+		var (
+			ids     []string
+			entries [][]byte
+		)
+		for rows.Next() {
+			var (
+				id  string
+				raw []byte
+				sum session.Summary
+			)
+			if err := rows.Scan(&id, &raw); err != nil {
+				rows.Close()
+				return fmt.Errorf("read summaries: %w", err)
+			}
+			if err := json.Unmarshal(raw, &sum); err != nil {
+				rows.Close()
+				return fmt.Errorf("decode the summary of session %s: %w", id, err)
+			}
+			ids, entries = append(ids, id), append(entries, encodeEntry(&sum))
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read summaries: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sessions s SET entry = v.entry
+			FROM unnest($1::text[], $2::bytea[]) AS v(id, entry) WHERE s.id = v.id`, ids, entries); err != nil {
+			return fmt.Errorf("write entries: %w", err)
+		}
+		after = ids[len(ids)-1]
+	}
+}
 
 // lockKey is the advisory lock migrations hold, one per schema so stores in
 // different schemas of one database do not wait for each other.
@@ -132,6 +186,11 @@ func migrate(ctx context.Context, conn *pgx.Conn) error {
 		for _, m := range migrations()[v:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migrate schema %q to version %d (%s): %w", schema, m.version, m.name, err)
+			}
+			if fill := backfills[m.version]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return fmt.Errorf("migrate schema %q to version %d (%s): %w", schema, m.version, m.name, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
 				return fmt.Errorf("record schema version %d: %w", m.version, err)

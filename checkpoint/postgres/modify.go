@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -69,14 +68,14 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var raw []byte
 			var cur state
-			err := tx.QueryRow(ctx, `SELECT summary, generation, etag FROM sessions WHERE id = $1 FOR UPDATE`, id).Scan(&raw, &cur.gen, &cur.etag)
+			err := tx.QueryRow(ctx, `SELECT entry, generation, etag FROM sessions WHERE id = $1 FOR UPDATE`, id).Scan(&raw, &cur.gen, &cur.etag)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return checkpoint.ErrNotFound
 			}
 			if err != nil {
 				return err
 			}
-			if err := json.Unmarshal(raw, &cur.sum); err != nil {
+			if err := decodeEntry(string(raw), &cur.sum); err != nil {
 				return fmt.Errorf("decode the stored summary: %w", err)
 			}
 			cur.exists = true
@@ -95,17 +94,13 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 				return err
 			}
 			next = state{exists: true, sum: sum, gen: newTag(), etag: newTag()}
-			js, err := json.Marshal(sum)
-			if err != nil {
-				return err
-			}
 			if _, err := tx.Exec(ctx, `DELETE FROM events WHERE session = $1 AND seq > $2`, id, keepThrough); err != nil {
 				return err
 			}
 			_, err = tx.Exec(ctx, `UPDATE sessions SET namespace = $2, kind = $3, head = $4, messages = $5, status = $6,
-				created = $7, updated = $8, summary = $9, generation = $10, etag = $11, max_data = $12 WHERE id = $1`,
+				created = $7, updated = $8, entry = $9, generation = $10, etag = $11, max_data = $12 WHERE id = $1`,
 				id, sum.Namespace, sum.Kind, sum.Head, sum.Messages, string(sum.Status), sum.Created, sum.Updated,
-				string(js), next.gen, next.etag, maxData)
+				encodeEntry(&sum), next.gen, next.etag, maxData)
 			head = sum.Head
 			return err
 		})

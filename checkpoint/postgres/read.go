@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -167,7 +166,7 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	defer s.leave()
 	var raw []byte
 	err := s.retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, `SELECT summary FROM sessions WHERE id = $1`, id).Scan(&raw)
+		return s.pool.QueryRow(ctx, `SELECT entry FROM sessions WHERE id = $1`, id).Scan(&raw)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Summary{}, fmt.Errorf("head %s: %w", id, checkpoint.ErrNotFound)
@@ -176,7 +175,7 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 		return session.Summary{}, s.fail("head "+id, err)
 	}
 	var sum session.Summary
-	if err := json.Unmarshal(raw, &sum); err != nil {
+	if err := decodeEntry(string(raw), &sum); err != nil {
 		return session.Summary{}, fmt.Errorf("head %s: decode the stored summary: %w", id, err)
 	}
 	return sum, nil
@@ -194,7 +193,7 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 	if opts.Limit > 0 {
 		limit = &opts.Limit
 	}
-	q := `SELECT summary FROM sessions`
+	q := `SELECT entry FROM sessions`
 	var args []any
 	where := func(cond string, arg any) {
 		args = append(args, arg)
@@ -220,16 +219,23 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 			return err
 		}
 		defer rows.Close()
+		binary := rows.FieldDescriptions()[0].Format == pgx.BinaryFormatCode
 		var raw []byte
 		for rows.Next() {
-			if err := rows.Scan(&raw); err != nil {
+			// A binary bytea is the entry's bytes as they are, good until
+			// the next row: decodeEntry's string copy is the only one.
+			if binary {
+				raw = rows.RawValues()[0]
+			} else if err := rows.Scan(&raw); err != nil {
 				return err
 			}
-			var sum session.Summary
-			if err := json.Unmarshal(raw, &sum); err != nil {
+			if raw == nil {
+				return fmt.Errorf("decode a stored summary: %w", errEntry)
+			}
+			out = append(out, session.Summary{})
+			if err := decodeEntry(string(raw), &out[len(out)-1]); err != nil {
 				return fmt.Errorf("decode a stored summary: %w", err)
 			}
-			out = append(out, sum)
 		}
 		return rows.Err()
 	})
