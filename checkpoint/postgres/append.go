@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -292,7 +293,7 @@ func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state,
 			rows.Close()
 			return nil, err
 		}
-		if err := decodeEntry(string(raw), &st.sum); err != nil {
+		if err := entry.DecodeInto(string(raw), &st.sum); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("decode the summary of session %s: %w", id, err)
 		}
@@ -508,7 +509,7 @@ func (st statement) queue(b *pgx.Batch) error {
 			types[i], times[i], datas[i] = string(e.Type), e.Time, e.Data
 		}
 		b.Queue(oneSQL, p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
-			encodeEntry(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events))
+			entry.Encode(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events))
 		return nil
 	}
 	n := len(st.plans)
@@ -527,7 +528,7 @@ func (st statement) queue(b *pgx.Batch) error {
 	for i, p := range st.plans {
 		x := p.next.sum
 		ids[i], expected[i], namespaces[i], kinds[i], heads[i] = p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head
-		messages[i], statuses[i], created[i], updated[i], entries[i] = int32(x.Messages), string(x.Status), x.Created, x.Updated, encodeEntry(&x)
+		messages[i], statuses[i], created[i], updated[i], entries[i] = int32(x.Messages), string(x.Status), x.Created, x.Updated, entry.Encode(&x)
 		gens[i], etags[i], fresh[i], oldEtags[i], maxDatas[i] = p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, maxData(p.r.events)
 		for _, e := range p.r.events {
 			evSessions, evSeqs, evTypes = append(evSessions, p.r.id), append(evSeqs, e.Seq), append(evTypes, string(e.Type))

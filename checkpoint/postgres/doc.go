@@ -44,7 +44,7 @@
 //	    status     text,
 //	    created    timestamptz,
 //	    updated    timestamptz, -- List orders by updated DESC, id
-//	    entry      bytea,      -- the whole session.Summary, packed (entry.go)
+//	    entry      bytea,      -- the whole session.Summary, packed (checkpoint/internal/entry)
 //	    generation bigint,     -- random; new on creation and on every Truncate
 //	    etag       bigint,     -- random; new on every write to the session
 //	    max_data   integer     -- bytes of the largest event data in the log
@@ -96,12 +96,13 @@
 // began are not seen; a Truncate or a re-creation between two pages changes
 // the generation, and the Read ends with an error instead of mixing two
 // logs. Head is one row; List reads only the sessions table, and only its
-// entry column past the filter and sort. An entry (a version byte, then
-// varints and length-prefixed strings: head, messages, created and updated
-// in unix microseconds, id, kind, namespace, workdir, model, title, status,
-// the parent fork if any, the open call ids) decodes many times faster than
-// the JSON version 1 kept, with the strings of a summary sharing one
-// allocation.
+// entry column past the filter and sort. An entry is the packed summary
+// both SQL stores share (package checkpoint/internal/entry: a version
+// byte, the length of the rest, then varints and length-prefixed strings:
+// head, messages, created and updated in unix microseconds, id, kind,
+// namespace, workdir, model, title, status, the parent fork if any, the
+// open call ids); it decodes many times faster than the JSON version 1
+// kept.
 //
 // Truncate locks the session's row (SELECT … FOR UPDATE), refolds the
 // summary from the kept events, deletes the rest and gives the session a

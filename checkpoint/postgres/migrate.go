@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -90,7 +91,7 @@ func backfillEntries(ctx context.Context, tx pgx.Tx) error {
 				rows.Close()
 				return fmt.Errorf("decode the summary of session %s: %w", id, err)
 			}
-			ids, entries = append(ids, id), append(entries, encodeEntry(&sum))
+			ids, entries = append(ids, id), append(entries, entry.Encode(&sum))
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read summaries: %w", err)

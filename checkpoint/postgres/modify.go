@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -75,7 +76,7 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 			if err != nil {
 				return err
 			}
-			if err := decodeEntry(string(raw), &cur.sum); err != nil {
+			if err := entry.DecodeInto(string(raw), &cur.sum); err != nil {
 				return fmt.Errorf("decode the stored summary: %w", err)
 			}
 			cur.exists = true
@@ -100,7 +101,7 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 			_, err = tx.Exec(ctx, `UPDATE sessions SET namespace = $2, kind = $3, head = $4, messages = $5, status = $6,
 				created = $7, updated = $8, entry = $9, generation = $10, etag = $11, max_data = $12 WHERE id = $1`,
 				id, sum.Namespace, sum.Kind, sum.Head, sum.Messages, string(sum.Status), sum.Created, sum.Updated,
-				encodeEntry(&sum), next.gen, next.etag, maxData)
+				entry.Encode(&sum), next.gen, next.etag, maxData)
 			head = sum.Head
 			return err
 		})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -175,7 +176,7 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 		return session.Summary{}, s.fail("head "+id, err)
 	}
 	var sum session.Summary
-	if err := decodeEntry(string(raw), &sum); err != nil {
+	if err := entry.DecodeInto(string(raw), &sum); err != nil {
 		return session.Summary{}, fmt.Errorf("head %s: decode the stored summary: %w", id, err)
 	}
 	return sum, nil
@@ -230,10 +231,10 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 				return err
 			}
 			if raw == nil {
-				return fmt.Errorf("decode a stored summary: %w", errEntry)
+				return fmt.Errorf("decode a stored summary: %w", entry.ErrMalformed)
 			}
 			out = append(out, session.Summary{})
-			if err := decodeEntry(string(raw), &out[len(out)-1]); err != nil {
+			if err := entry.DecodeInto(string(raw), &out[len(out)-1]); err != nil {
 				return fmt.Errorf("decode a stored summary: %w", err)
 			}
 		}

@@ -56,7 +56,7 @@
 //	    updated   INTEGER NOT NULL,  -- unix microseconds, UTC
 //	    title     TEXT    NOT NULL,
 //	    summary   TEXT    NOT NULL,  -- the whole session.Summary as JSON
-//	    entry     BLOB    NOT NULL   -- the same summary, packed (entry.go)
+//	    entry     BLOB    NOT NULL   -- the same summary, packed (checkpoint/internal/entry)
 //	) WITHOUT ROWID;
 //	CREATE INDEX sessions_list ON sessions (namespace, updated DESC, id, kind, entry);
 //

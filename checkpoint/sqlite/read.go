@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -187,7 +188,7 @@ func nextEvent(rows driver.Rows, dest []driver.Value, e *session.Event) (ok bool
 		e.Type = session.Type(t)
 	}
 	us, _ := dest[2].(int64)
-	e.Time = micro(us)
+	e.Time = entry.Micro(us)
 	switch d := dest[3].(type) {
 	case []byte: // the driver's own copy: the event takes it
 		e.Data = d
@@ -297,7 +298,7 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 			return err
 		}
 		var err error
-		if out, err = decodeEntries(asString(dest[0])); err != nil {
+		if out, err = entry.DecodeAll(asString(dest[0])); err != nil {
 			return fmt.Errorf("a session summary in %s is damaged (%w); restore the database from a backup", s.path, err)
 		}
 		return nil

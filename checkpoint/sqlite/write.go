@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -98,7 +99,7 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 		return 0, err
 	}
 	for i := range prepared {
-		prepared[i].Time = micro(prepared[i].Time.UnixMicro())
+		prepared[i].Time = entry.Micro(prepared[i].Time.UnixMicro())
 	}
 	return s.submit(&request{ctx: ctx, op: opAppend, id: id, expected: expectedHead, events: prepared})
 }
@@ -347,7 +348,7 @@ func (s *Store) summary(ctx context.Context, c *conn, id string) (sum session.Su
 		return session.Summary{}, 0, false, err
 	}
 	n, _ = dest[0].(int64)
-	sum, err = decodeEntry(asString(dest[1]))
+	sum, err = entry.Decode(asString(dest[1]))
 	if err != nil {
 		return session.Summary{}, 0, false, fmt.Errorf("the summary of session %s in %s is damaged (%w); delete the session or restore the database from a backup", id, s.path, err)
 	}
@@ -374,7 +375,7 @@ func (s *Store) save(c *conn, id string, n int64, sum *session.Summary) error {
 		return err
 	}
 	_, err = c.exec(context.Background(), stmtSave, id, n, sum.Namespace, sum.Kind, sum.Head, int64(sum.Messages),
-		string(sum.Status), sum.Created.UnixMicro(), sum.Updated.UnixMicro(), sum.Title, string(js), encodeEntry(sum))
+		string(sum.Status), sum.Created.UnixMicro(), sum.Updated.UnixMicro(), sum.Title, string(js), entry.Encode(sum))
 	return err
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/groupcommit"
 	"github.com/lite-agent/lite-agent/session"
 )
@@ -327,7 +328,7 @@ func storedRow(tb testing.TB, s *Store, id string) storedSummary {
 		tb.Fatalf("row of %s: %v, %v", id, found, err)
 	}
 	var out storedSummary
-	if out.entry, err = decodeEntry(asString(dest[0])); err != nil {
+	if out.entry, err = entry.Decode(asString(dest[0])); err != nil {
 		tb.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(asString(dest[1])), &out.json); err != nil {

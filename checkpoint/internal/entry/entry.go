@@ -1,4 +1,9 @@
-package sqlite
+// Package entry packs a session.Summary into a compact, self-delimiting
+// binary entry, the form in which the SQLite and PostgreSQL stores keep
+// summaries: decoding one is about thirty times faster than decoding the
+// summary's JSON, which is what lets List return thousands of sessions in
+// milliseconds and an Append fold its events into the summary cheaply.
+package entry
 
 import (
 	"encoding/binary"
@@ -9,13 +14,7 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// A list entry is a session.Summary packed into a few hundred bytes, kept in
-// the sessions table and in its list index (see doc.go). Decoding one is
-// about thirty times faster than decoding the summary's JSON, which is what
-// lets List return thousands of sessions in milliseconds and an Append fold
-// its events into the summary cheaply.
-//
-// Layout: a version byte (entryVersion), the length of the rest (uvarint),
+// Layout: a version byte (Version), the length of the rest (uvarint),
 // then signed varints and length-prefixed strings (uvarint length, bytes)
 // in this order:
 //
@@ -24,15 +23,15 @@ import (
 //	parent flag (0 none, 1 present) [parent session, parent seq],
 //	number of open calls, then each open call id.
 //
-// Entries delimit themselves, so List can have SQLite concatenate a whole
-// listing into one value and decode it in one pass.
-const entryVersion = 1
+// Entries delimit themselves, so a store can concatenate a whole listing
+// into one value and decode it in one pass (DecodeAll).
+const Version = 1
 
-// errEntry reports an entry that does not decode.
-var errEntry = errors.New("malformed list entry")
+// ErrMalformed reports an entry that does not decode.
+var ErrMalformed = errors.New("malformed summary entry")
 
-// encodeEntry packs s.
-func encodeEntry(s *session.Summary) []byte {
+// Encode packs s.
+func Encode(s *session.Summary) []byte {
 	body := make([]byte, 0, 64+len(s.ID)+len(s.Kind)+len(s.Namespace)+len(s.Workdir)+len(s.Model)+len(s.Title)+len(s.Status))
 	body = binary.AppendVarint(body, s.Head)
 	body = binary.AppendVarint(body, int64(s.Messages))
@@ -53,7 +52,7 @@ func encodeEntry(s *session.Summary) []byte {
 		body = appendString(body, id)
 	}
 	b := make([]byte, 0, len(body)+1+binary.MaxVarintLen64)
-	b = append(b, entryVersion)
+	b = append(b, Version)
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	return append(b, body...)
 }
@@ -77,7 +76,7 @@ func (r *entryReader) varint() int64 {
 	}
 	v, n := varint(r.b)
 	if n <= 0 {
-		r.err = errEntry
+		r.err = ErrMalformed
 		return 0
 	}
 	r.b = r.b[n:]
@@ -90,7 +89,7 @@ func (r *entryReader) uvarint() uint64 {
 	}
 	v, n := uvarint(r.b)
 	if n <= 0 {
-		r.err = errEntry
+		r.err = ErrMalformed
 		return 0
 	}
 	r.b = r.b[n:]
@@ -103,7 +102,7 @@ func (r *entryReader) string() string {
 		return ""
 	}
 	if n > uint64(len(r.b)) {
-		r.err = errEntry
+		r.err = ErrMalformed
 		return ""
 	}
 	s := r.b[:n]
@@ -116,7 +115,7 @@ func (r *entryReader) byte() byte {
 		return 0
 	}
 	if len(r.b) == 0 {
-		r.err = errEntry
+		r.err = ErrMalformed
 		return 0
 	}
 	c := r.b[0]
@@ -124,8 +123,8 @@ func (r *entryReader) byte() byte {
 	return c
 }
 
-// micro is the time of a unix microsecond count, in UTC.
-func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
+// Micro is the time of a unix microsecond count, in UTC.
+func Micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // uvarint is binary.Uvarint for a string, except that it refuses varints
 // longer than needed, so that an entry has one encoding only.
@@ -159,20 +158,21 @@ func varint(s string) (int64, int) {
 	return x, n
 }
 
-// decodeEntry unpacks one entry made by encodeEntry.
-func decodeEntry(b string) (session.Summary, error) {
+// Decode unpacks one entry made by Encode. The strings of the summary
+// share b's memory.
+func Decode(b string) (session.Summary, error) {
 	var s session.Summary
-	rest, err := nextEntry(b, &s)
+	rest, err := Next(b, &s)
 	if err == nil && rest != "" {
-		err = errEntry
+		err = ErrMalformed
 	}
 	return s, err
 }
 
-// decodeEntries unpacks the concatenation of n ≥ 0 entries. It decodes in
+// DecodeAll unpacks the concatenation of n ≥ 0 entries. It decodes in
 // place, into the slice it returns: copying summaries around costs more
 // than decoding them while the garbage collector runs.
-func decodeEntries(b string) ([]session.Summary, error) {
+func DecodeAll(b string) ([]session.Summary, error) {
 	var out []session.Summary
 	decoded := 0 // bytes
 	for b != "" {
@@ -185,7 +185,7 @@ func decodeEntries(b string) ([]session.Summary, error) {
 			out = slices.Grow(out, len(b)/avg+16)
 		}
 		out = out[:len(out)+1]
-		rest, err := nextEntry(b, &out[len(out)-1])
+		rest, err := Next(b, &out[len(out)-1])
 		if err != nil {
 			return nil, err
 		}
@@ -195,22 +195,22 @@ func decodeEntries(b string) ([]session.Summary, error) {
 	return out, nil
 }
 
-// nextEntry unpacks the entry at the start of b into s, which must be
-// zero, and returns what follows.
-func nextEntry(b string, s *session.Summary) (rest string, _ error) {
+// Next unpacks the entry at the start of b into s, which must be zero, and
+// returns what follows.
+func Next(b string, s *session.Summary) (rest string, _ error) {
 	r := entryReader{b: b}
-	if r.byte() != entryVersion {
-		return "", errEntry
+	if r.byte() != Version {
+		return "", ErrMalformed
 	}
 	n := r.uvarint()
 	if r.err != nil || n > uint64(len(r.b)) {
-		return "", errEntry
+		return "", ErrMalformed
 	}
 	r.b, rest = r.b[:n], r.b[n:]
 	s.Head = r.varint()
 	s.Messages = int(r.varint())
-	s.Created = micro(r.varint())
-	s.Updated = micro(r.varint())
+	s.Created = Micro(r.varint())
+	s.Updated = Micro(r.varint())
 	// Empty strings are left alone: s is zero, and every pointer stored
 	// costs a write barrier while the garbage collector runs.
 	for _, f := range [...]*string{&s.ID, &s.Kind, &s.Namespace, &s.Workdir, &s.Model, &s.Title, (*string)(&s.Status)} {
@@ -223,11 +223,11 @@ func nextEntry(b string, s *session.Summary) (rest string, _ error) {
 	case 1:
 		s.Parent = &session.ForkRef{Session: r.string(), Seq: r.varint()}
 	default:
-		r.err = errEntry
+		r.err = ErrMalformed
 	}
 	open := r.uvarint()
 	if open > uint64(len(r.b)) { // every id takes at least one byte
-		r.err = errEntry
+		r.err = ErrMalformed
 	}
 	if r.err == nil && open > 0 {
 		s.Open = make([]string, open)
@@ -236,11 +236,22 @@ func nextEntry(b string, s *session.Summary) (rest string, _ error) {
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {
-		r.err = errEntry
+		r.err = ErrMalformed
 	}
 	if r.err != nil {
 		*s = session.Summary{}
 		return "", r.err
 	}
 	return rest, nil
+}
+
+// DecodeInto unpacks one entry made by Encode into s, which must be zero.
+// The strings of s share b's memory.
+func DecodeInto(b string, s *session.Summary) error {
+	rest, err := Next(b, s)
+	if err == nil && rest != "" {
+		*s = session.Summary{}
+		err = ErrMalformed
+	}
+	return err
 }

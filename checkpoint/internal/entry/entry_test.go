@@ -1,4 +1,4 @@
-package sqlite
+package entry
 
 import (
 	"encoding/binary"
@@ -26,8 +26,8 @@ func genSummary(t *rapid.T) session.Summary {
 		Head:      rapid.Int64Range(0, 1<<40).Draw(t, "head"),
 		Messages:  rapid.IntRange(0, 1<<30).Draw(t, "messages"),
 		Status:    session.Status(rapid.SampledFrom([]string{"", "new", "running", "completed", "interrupted"}).Draw(t, "status")),
-		Created:   micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "created")),
-		Updated:   micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "updated")),
+		Created:   Micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "created")),
+		Updated:   Micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "updated")),
 	}
 	if rapid.Bool().Draw(t, "parent") {
 		s.Parent = &session.ForkRef{Session: str.Draw(t, "parent session"), Seq: rapid.Int64().Draw(t, "parent seq")}
@@ -42,8 +42,8 @@ func genSummary(t *rapid.T) session.Summary {
 func TestEntryRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		want := genSummary(t)
-		b := encodeEntry(&want)
-		got, err := decodeEntry(string(b))
+		b := Encode(&want)
+		got, err := Decode(string(b))
 		if err != nil {
 			t.Fatalf("decode %x: %v", b, err)
 		}
@@ -54,7 +54,7 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 func TestEntryZeroTimes(t *testing.T) {
-	got, err := decodeEntry(string(encodeEntry(&session.Summary{ID: "s"})))
+	got, err := Decode(string(Encode(&session.Summary{ID: "s"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,26 +64,26 @@ func TestEntryZeroTimes(t *testing.T) {
 }
 
 func TestEntryRejectsDamage(t *testing.T) {
-	full := encodeEntry(&session.Summary{
+	full := Encode(&session.Summary{
 		ID: "s1", Namespace: "ns", Title: "hello", Head: 300, Status: session.StatusRunning,
 		Created: time.Unix(1e9, 0), Updated: time.Unix(1e9, 5000),
 		Parent: &session.ForkRef{Session: "s0", Seq: 4}, Open: []string{"c1", "c2"},
 	})
 	cases := map[string][]byte{
 		"empty":            nil,
-		"unknown version":  append([]byte{entryVersion + 1}, full[1:]...),
+		"unknown version":  append([]byte{Version + 1}, full[1:]...),
 		"trailing bytes":   append(append([]byte(nil), full...), 0),
 		"bad parent flag":  badParentFlag(t, full),
-		"huge string":      append([]byte{entryVersion}, binary.AppendUvarint(nil, 1<<40)...),
-		"varint overflow":  append([]byte{entryVersion}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+		"huge string":      append([]byte{Version}, binary.AppendUvarint(nil, 1<<40)...),
+		"varint overflow":  append([]byte{Version}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
 		"open count > len": append(full[:len(full)-7:len(full)-7], 100),
 	}
 	for cut := 1; cut < len(full); cut++ {
 		cases[fmt.Sprintf("cut at %d", cut)] = full[:cut]
 	}
 	for name, b := range cases {
-		if _, err := decodeEntry(string(b)); !errors.Is(err, errEntry) {
-			t.Errorf("%s: decode %x: error %v, want errEntry", name, b, err)
+		if _, err := Decode(string(b)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: decode %x: error %v, want ErrMalformed", name, b, err)
 		}
 	}
 }
@@ -91,7 +91,7 @@ func TestEntryRejectsDamage(t *testing.T) {
 // badParentFlag returns full with its parent flag byte set to 7.
 func badParentFlag(t *testing.T, full []byte) []byte {
 	t.Helper()
-	noParent := encodeEntry(&session.Summary{
+	noParent := Encode(&session.Summary{
 		ID: "s1", Namespace: "ns", Title: "hello", Head: 300, Status: session.StatusRunning,
 		Created: time.Unix(1e9, 0), Updated: time.Unix(1e9, 5000),
 	})
@@ -111,9 +111,9 @@ func TestEntriesStream(t *testing.T) {
 		want := rapid.SliceOfN(rapid.Custom(genSummary), 0, 20).Draw(t, "summaries")
 		var stream []byte
 		for i := range want {
-			stream = append(stream, encodeEntry(&want[i])...)
+			stream = append(stream, Encode(&want[i])...)
 		}
-		got, err := decodeEntries(string(stream))
+		got, err := DecodeAll(string(stream))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestEntriesStream(t *testing.T) {
 		}
 		if len(stream) > 0 {
 			cut := rapid.IntRange(0, len(stream)-1).Draw(t, "cut")
-			if _, err := decodeEntries(string(stream[:cut])); cut > 0 && err == nil {
+			if _, err := DecodeAll(string(stream[:cut])); cut > 0 && err == nil {
 				// A cut between two entries leaves a valid shorter stream.
 				if !entryBoundary(want, cut) {
 					t.Fatalf("a stream cut at %d of %d decoded", cut, len(stream))
@@ -142,21 +142,21 @@ func entryBoundary(list []session.Summary, offset int) bool {
 		if at == offset {
 			return true
 		}
-		at += len(encodeEntry(&list[i]))
+		at += len(Encode(&list[i]))
 	}
 	return at == offset
 }
 
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(encodeEntry(&session.Summary{ID: "s", Namespace: "n", Open: []string{"a"}, Parent: &session.ForkRef{Session: "p", Seq: 2}}))
-	f.Add([]byte{entryVersion})
+	f.Add(Encode(&session.Summary{ID: "s", Namespace: "n", Open: []string{"a"}, Parent: &session.ForkRef{Session: "p", Seq: 2}}))
+	f.Add([]byte{Version})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := decodeEntry(string(b))
+		s, err := Decode(string(b))
 		if err != nil {
 			return
 		}
 		// Whatever decodes must encode back to the same bytes.
-		if again := encodeEntry(&s); string(again) != string(b) {
+		if again := Encode(&s); string(again) != string(b) {
 			t.Fatalf("decoded %x to %+v, which encodes as %x", b, s, again)
 		}
 	})
