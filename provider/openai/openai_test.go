@@ -15,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/openai"
+	"github.com/lite-agent/lite-agent/provider/providertest"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -24,21 +25,6 @@ func TestMain(m *testing.M) {
 
 // testKey is the API key the tests use; it must never show in an error.
 const testKey = "sk-proj-test-SECRET-0123456789"
-
-// start runs a fake model server following the script given as JSON.
-func start(t testing.TB, scriptJSON string) *fakemodel.Server {
-	t.Helper()
-	script, err := fakemodel.ParseScript([]byte(scriptJSON))
-	if err != nil {
-		t.Fatalf("ParseScript: %v", err)
-	}
-	srv, err := fakemodel.Start(script)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv
-}
 
 // newProvider returns a provider talking to srv, retrying fast.
 func newProvider(t testing.TB, srv *fakemodel.Server, maxRetries int) *openai.Provider {
@@ -56,110 +42,6 @@ func newProvider(t testing.TB, srv *fakemodel.Server, maxRetries int) *openai.Pr
 		t.Fatalf("New: %v", err)
 	}
 	return p
-}
-
-func prompt(text string) provider.Request {
-	return provider.Request{
-		Model:    "gpt-test",
-		Messages: []provider.Message{{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: text}}}},
-	}
-}
-
-// collect streams req and returns the response, the deltas and the error.
-func collect(t testing.TB, ctx context.Context, p provider.Provider, req provider.Request) (provider.Response, []provider.Delta, error) {
-	t.Helper()
-	var deltas []provider.Delta
-	resp, err := p.Stream(ctx, req, func(d provider.Delta) { deltas = append(deltas, d) })
-	if err != nil && strings.Contains(err.Error(), testKey) {
-		t.Errorf("the API key shows in the error: %v", err)
-	}
-	return resp, deltas, err
-}
-
-func TestStreamText(t *testing.T) {
-	const text = "Hello there, this answer arrives in pieces."
-	srv := start(t, `{"replies": [{"text": "`+text+`", "usage": {"input_tokens": 11, "output_tokens": 22}}]}`)
-	resp, deltas, err := collect(t, t.Context(), newProvider(t, srv, 0), prompt("hi"))
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	var got strings.Builder
-	for _, d := range deltas {
-		if d.Index != 0 || d.Kind != provider.DeltaText {
-			t.Errorf("delta %+v, want text deltas of block 0", d)
-		}
-		got.WriteString(d.Text)
-	}
-	if len(deltas) < 2 || got.String() != text {
-		t.Errorf("%d deltas making %q, want several making %q", len(deltas), got.String(), text)
-	}
-	want := provider.Response{
-		Blocks:     []session.Block{{Type: session.BlockText, Text: text}},
-		StopReason: provider.StopEndTurn,
-		Usage:      session.Usage{InputTokens: 11, OutputTokens: 22},
-		Model:      "gpt-test",
-	}
-	if diff := cmp.Diff(want, resp); diff != "" {
-		t.Errorf("response (-want +got):\n%s", diff)
-	}
-}
-
-func TestStreamToolCall(t *testing.T) {
-	srv := start(t, `{"replies": [{
-		"text": "Writing it.",
-		"tool_calls": [
-			{"id": "toolu_1", "name": "write", "input": {"path": "a.txt", "content": "line one\nline two\n"}},
-			{"id": "toolu_2", "name": "ls"}
-		],
-		"chunk_size": 3
-	}]}`)
-	resp, deltas, err := collect(t, t.Context(), newProvider(t, srv, 0), prompt("write a.txt"))
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	if resp.StopReason != provider.StopToolUse || len(resp.Blocks) != 3 {
-		t.Fatalf("stop %q with %d blocks, want tool_use with 3: %+v", resp.StopReason, len(resp.Blocks), resp.Blocks)
-	}
-	if b := resp.Blocks[0]; b.Type != session.BlockText || b.Text != "Writing it." {
-		t.Errorf("block 0 = %+v", b)
-	}
-	wantCalls := []struct {
-		id, name string
-		input    map[string]any
-	}{
-		{"toolu_1", "write", map[string]any{"path": "a.txt", "content": "line one\nline two\n"}},
-		{"toolu_2", "ls", map[string]any{}},
-	}
-	for i, w := range wantCalls {
-		b := resp.Blocks[i+1]
-		var input map[string]any
-		if err := json.Unmarshal(b.Input, &input); err != nil {
-			t.Fatalf("block %d input %q: %v", i+1, b.Input, err)
-		}
-		if b.Type != session.BlockToolUse || b.ID != w.id || b.Name != w.name || !cmp.Equal(input, w.input) {
-			t.Errorf("block %d = %s %s %s %s, want tool_use %s %s %v", i+1, b.Type, b.ID, b.Name, b.Input, w.id, w.name, w.input)
-		}
-		// The deltas of the block rebuild its input, the first naming the tool.
-		var fragments strings.Builder
-		var first *provider.Delta
-		for j, d := range deltas {
-			if d.Index == i+1 {
-				if first == nil {
-					first = &deltas[j]
-				}
-				if d.Kind != provider.DeltaToolInput {
-					t.Errorf("delta %+v of a tool block is not a tool input", d)
-				}
-				fragments.WriteString(d.Text)
-			}
-		}
-		if first == nil || first.Name != w.name {
-			t.Errorf("block %d: first delta %+v does not name %s", i+1, first, w.name)
-		}
-		if fragments.Len() > 0 && fragments.String() != string(b.Input) {
-			t.Errorf("block %d: deltas make %q, input is %q", i+1, fragments.String(), b.Input)
-		}
-	}
 }
 
 // decode unmarshals a logged request body.
@@ -240,123 +122,6 @@ func TestTranscriptCarried(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("request body on the wire (-want +got):\n%s", diff)
-	}
-}
-
-func TestRetries(t *testing.T) {
-	const ok = `{"text": "fine now"}`
-	tests := []struct {
-		name       string
-		replies    string
-		maxRetries int
-		wantErr    string // "" for success
-		wantReqs   int
-	}{
-		{"429 then success", `{"fault": {"kind": "rate_limit", "retry_after_ms": 1}}, ` + ok, 0, "", 2},
-		{"529 then success", `{"fault": {"kind": "overloaded"}}, ` + ok, 0, "", 2},
-		{"500 twice then success", `{"fault": {"kind": "server_error"}}, {"fault": {"status": 503}}, ` + ok, 0, "", 3},
-		{"overloaded event before any delta", `{"text": "lost", "fault": {"kind": "overloaded", "after_deltas": 0}}, ` + ok, 0, "", 2},
-		{"cut before any delta", `{"text": "lost", "fault": {"kind": "cut", "after_deltas": 0}}, ` + ok, 0, "", 2},
-		{"overloaded until the retries run out", `{"fault": {"kind": "overloaded"}}, {"fault": {"kind": "overloaded"}}, {"fault": {"kind": "overloaded"}}, ` + ok, 2,
-			"the server is overloaded (503 server_error: The server is overloaded or not ready yet., request req_fake_0003); try again later (gave up after 3 attempts)", 3},
-		{"529 then success", `{"fault": {"status": 529}}, ` + ok, 0, "", 2},
-		{"retries off", `{"fault": {"kind": "rate_limit"}}, ` + ok, -1, "rate limited (429 rate_limit_exceeded", 1},
-		{"server asks to wait too long", `{"fault": {"kind": "rate_limit", "retry_after": 3600}}, ` + ok, 0, "the server asks to wait 1h0m0s", 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := start(t, `{"replies": [`+tt.replies+`]}`)
-			resp, _, err := collect(t, t.Context(), newProvider(t, srv, tt.maxRetries), prompt("hi"))
-			if n := len(srv.Requests()); n != tt.wantReqs {
-				t.Errorf("%d requests, want %d", n, tt.wantReqs)
-			}
-			if tt.wantErr == "" {
-				if err != nil || len(resp.Blocks) != 1 || resp.Blocks[0].Text != "fine now" {
-					t.Fatalf("Stream = %+v, %v; want the second answer", resp, err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Stream error = %v, want one containing %q", err, tt.wantErr)
-			}
-			var te *provider.TransientError
-			if !errors.As(err, &te) {
-				t.Errorf("error %v is not marked transient", err)
-			}
-		})
-	}
-}
-
-func TestErrors(t *testing.T) {
-	tests := []struct {
-		name     string
-		fault    string
-		wantIs   error
-		wantText []string
-	}{
-		{"401", `{"kind": "auth"}`, provider.ErrAuth, []string{"OPENAI_API_KEY", "offline demo", "401 invalid_api_key"}},
-		{"403", `{"kind": "permission"}`, provider.ErrAuth, []string{"OPENAI_API_KEY"}},
-		{"401 echoing the key", `{"kind": "auth", "message": "invalid x-api-key ` + testKey + `"}`, provider.ErrAuth, []string{"invalid x-api-key [redacted]"}},
-		{"404", `{"kind": "model_not_found"}`, provider.ErrModelNotFound, []string{`model "gpt-test"`, "check the model name", "ollama pull gpt-test"}},
-		{"context too long", `{"kind": "context_too_long"}`, provider.ErrContextTooLong, []string{"maximum context length", "start a new session", "fork"}},
-		{"context too long, vLLM words", `{"status": 400, "message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens."}`, provider.ErrContextTooLong, []string{"8192"}},
-		{"other 400", `{"kind": "bad_request", "message": "messages: roles must alternate"}`, nil, []string{"request refused (400 invalid_request_error: messages: roles must alternate"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := start(t, `{"replies": [{"fault": `+tt.fault+`}, {"text": "not reached"}]}`)
-			_, _, err := collect(t, t.Context(), newProvider(t, srv, 0), prompt("hi"))
-			if err == nil {
-				t.Fatal("Stream succeeded")
-			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("error %v does not wrap %v", err, tt.wantIs)
-			}
-			for _, s := range tt.wantText {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error %q does not say %q", err, s)
-				}
-			}
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d requests; a permanent error must not be retried", n)
-			}
-		})
-	}
-}
-
-func TestCancelMidStream(t *testing.T) {
-	// Ten minutes between deltas: only cancellation ends this stream.
-	srv := start(t, `{"replies": [{"text": "0123456789", "delta_delay_ms": 600000}]}`)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	n := 0
-	_, err := newProvider(t, srv, 0).Stream(ctx, prompt("hi"), func(provider.Delta) {
-		n++
-		cancel()
-	})
-	if !errors.Is(err, context.Canceled) || n != 1 {
-		t.Fatalf("Stream = %v after %d deltas, want context.Canceled after 1", err, n)
-	}
-	if got := len(srv.Requests()); got != 1 {
-		t.Errorf("%d requests; a cancelled stream must not be retried", got)
-	}
-}
-
-func TestCutHalfWay(t *testing.T) {
-	for _, fault := range []string{`{"kind": "cut"}`, `{"kind": "overloaded", "after_deltas": 2}`} {
-		t.Run(fault, func(t *testing.T) {
-			srv := start(t, `{"replies": [{"text": "a long answer cut in the middle", "fault": `+fault+`}, {"text": "not reached"}]}`)
-			resp, deltas, err := collect(t, t.Context(), newProvider(t, srv, 0), prompt("hi"))
-			if err == nil {
-				t.Fatalf("Stream succeeded with %+v; a cut stream must fail", resp)
-			}
-			if len(deltas) == 0 || len(resp.Blocks) != 0 {
-				t.Errorf("%d deltas, response %+v; want some deltas, then an empty response", len(deltas), resp)
-			}
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d requests; a stream that delivered deltas must not be retried", n)
-			}
-		})
 	}
 }
 
@@ -466,19 +231,53 @@ func TestLocalServer(t *testing.T) {
 	}
 }
 
-func BenchmarkStreamRoundTrip(b *testing.B) {
-	srv := start(b, `{"replies": [{
-		"text": "I'll write the file now; it holds a short greeting and a trailing newline, nothing more.",
-		"tool_calls": [{"id": "toolu_b", "name": "write", "input": {"path": "hello.txt", "content": "Hello from lite-agent\n"}}],
-		"chunk_size": 8
-	}], "when_done": "repeat_last"}`)
-	p := newProvider(b, srv, 0)
-	req := prompt("write hello.txt")
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := p.Stream(b.Context(), req, func(provider.Delta) {})
-		if err != nil || len(resp.Blocks) != 2 {
-			b.Fatalf("Stream = %+v, %v", resp, err)
-		}
-	}
+// harness describes this provider to the shared provider suite.
+var harness = providertest.Harness{
+	Model: "gpt-test",
+	Key:   testKey,
+	New: func(t testing.TB, srv *fakemodel.Server, maxRetries int) provider.Provider {
+		return newProvider(t, srv, maxRetries)
+	},
 }
+
+func start(t testing.TB, scriptJSON string) *fakemodel.Server {
+	return providertest.Start(t, scriptJSON)
+}
+
+func prompt(text string) provider.Request { return harness.Prompt(text) }
+
+func collect(t testing.TB, ctx context.Context, p provider.Provider, req provider.Request) (provider.Response, []provider.Delta, error) {
+	t.Helper()
+	return harness.Collect(t, ctx, p, req)
+}
+
+func TestProvider(t *testing.T) { providertest.Run(t, harness) }
+
+func TestRetries(t *testing.T) {
+	providertest.RunRetries(t, harness, []providertest.RetryCase{
+		providertest.Retry("429 then success", `{"fault": {"kind": "rate_limit", "retry_after_ms": 1}}, `+providertest.RetryOK, 0, "", 2),
+		providertest.Retry("529 then success", `{"fault": {"kind": "overloaded"}}, `+providertest.RetryOK, 0, "", 2),
+		providertest.Retry("500 twice then success", `{"fault": {"kind": "server_error"}}, {"fault": {"status": 503}}, `+providertest.RetryOK, 0, "", 3),
+		providertest.Retry("overloaded event before any delta", `{"text": "lost", "fault": {"kind": "overloaded", "after_deltas": 0}}, `+providertest.RetryOK, 0, "", 2),
+		providertest.Retry("cut before any delta", `{"text": "lost", "fault": {"kind": "cut", "after_deltas": 0}}, `+providertest.RetryOK, 0, "", 2),
+		providertest.Retry("overloaded until the retries run out", `{"fault": {"kind": "overloaded"}}, {"fault": {"kind": "overloaded"}}, {"fault": {"kind": "overloaded"}}, `+providertest.RetryOK, 2,
+			"the server is overloaded (503 server_error: The server is overloaded or not ready yet., request req_fake_0003); try again later (gave up after 3 attempts)", 3),
+		providertest.Retry("529 then success", `{"fault": {"status": 529}}, `+providertest.RetryOK, 0, "", 2),
+		providertest.Retry("retries off", `{"fault": {"kind": "rate_limit"}}, `+providertest.RetryOK, -1, "rate limited (429 rate_limit_exceeded", 1),
+		providertest.Retry("server asks to wait too long", `{"fault": {"kind": "rate_limit", "retry_after": 3600}}, `+providertest.RetryOK, 0, "the server asks to wait 1h0m0s", 1),
+	})
+}
+
+func TestErrors(t *testing.T) {
+	providertest.RunErrors(t, harness, []providertest.ErrorCase{
+		providertest.Error("401", `{"kind": "auth"}`, provider.ErrAuth, []string{"OPENAI_API_KEY", "offline demo", "401 invalid_api_key"}),
+		providertest.Error("403", `{"kind": "permission"}`, provider.ErrAuth, []string{"OPENAI_API_KEY"}),
+		providertest.Error("401 echoing the key", `{"kind": "auth", "message": "invalid x-api-key `+testKey+`"}`, provider.ErrAuth, []string{"invalid x-api-key [redacted]"}),
+		providertest.Error("404", `{"kind": "model_not_found"}`, provider.ErrModelNotFound, []string{`model "gpt-test"`, "check the model name", "ollama pull gpt-test"}),
+		providertest.Error("context too long", `{"kind": "context_too_long"}`, provider.ErrContextTooLong, []string{"maximum context length", "start a new session", "fork"}),
+		providertest.Error("context too long, vLLM words", `{"status": 400, "message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens."}`, provider.ErrContextTooLong, []string{"8192"}),
+		providertest.Error("other 400", `{"kind": "bad_request", "message": "messages: roles must alternate"}`, nil, []string{"request refused (400 invalid_request_error: messages: roles must alternate"}),
+	})
+}
+
+func BenchmarkStreamRoundTrip(b *testing.B) { providertest.BenchStreamRoundTrip(b, harness) }
