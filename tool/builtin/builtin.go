@@ -137,6 +137,19 @@ func locate(root *tool.Root, p string) (tool.Loc, error) {
 	return root.Locate(p)
 }
 
+// onePath is Mutator.Paths for the tools that change the one file their
+// input names: that path, checked against root, or the input's error.
+func onePath(root *tool.Root, p string, inputErr error) ([]string, error) {
+	if inputErr != nil {
+		return nil, inputErr
+	}
+	loc, err := locate(root, p)
+	if err != nil {
+		return nil, err
+	}
+	return []string{loc.Path}, nil
+}
+
 // displayJoin joins a path reported by Locate with a slash-separated path
 // below it.
 func displayJoin(base, rel string) string {

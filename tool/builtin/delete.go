@@ -52,14 +52,7 @@ func parseDelete(input json.RawMessage) (deleteInput, error) {
 // Paths implements tool.Mutator: the one file the call deletes.
 func (Delete) Paths(root *tool.Root, input json.RawMessage) ([]string, error) {
 	in, err := parseDelete(input)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := locate(root, in.Path)
-	if err != nil {
-		return nil, err
-	}
-	return []string{loc.Path}, nil
+	return onePath(root, in.Path, err)
 }
 
 // Run implements tool.Tool.

@@ -49,14 +49,7 @@ func (Edit) Spec() tool.Spec {
 // Paths implements tool.Mutator: the one file the call edits.
 func (Edit) Paths(root *tool.Root, input json.RawMessage) ([]string, error) {
 	in, err := parseEdit(input)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := locate(root, in.Path)
-	if err != nil {
-		return nil, err
-	}
-	return []string{loc.Path}, nil
+	return onePath(root, in.Path, err)
 }
 
 func parseEdit(input json.RawMessage) (editInput, error) {

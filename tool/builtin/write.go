@@ -47,14 +47,7 @@ func (Write) Spec() tool.Spec {
 // Paths implements tool.Mutator: the one file the call writes.
 func (Write) Paths(root *tool.Root, input json.RawMessage) ([]string, error) {
 	in, err := parseWrite(input)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := locate(root, in.Path)
-	if err != nil {
-		return nil, err
-	}
-	return []string{loc.Path}, nil
+	return onePath(root, in.Path, err)
 }
 
 func parseWrite(input json.RawMessage) (writeInput, error) {
