@@ -27,19 +27,7 @@ import (
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, kind := range providers {
 		b.Run(kind, func(b *testing.B) {
-			reply := []fakemodel.Reply{
-				{ToolCalls: []fakemodel.ToolCall{call("", "ls", map[string]string{"path": "."})}},
-				{Text: "done"},
-			}
-			srv, err := fakemodel.Start(&fakemodel.Script{Replies: repeat(reply, b.N)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer srv.Close()
-			p, err := newProvider[kind](srv)
-			if err != nil {
-				b.Fatal(err)
-			}
+			p := roundTripModel(b, kind)
 			a, err := liteagent.New(&liteagent.Options{Provider: p, Model: "m", Workdir: b.TempDir(), Checkpointer: memory.New()})
 			if err != nil {
 				b.Fatal(err)
@@ -61,19 +49,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 func BenchmarkRoundTripBare(b *testing.B) {
 	for _, kind := range providers {
 		b.Run(kind, func(b *testing.B) {
-			reply := []fakemodel.Reply{
-				{ToolCalls: []fakemodel.ToolCall{call("", "ls", map[string]string{"path": "."})}},
-				{Text: "done"},
-			}
-			srv, err := fakemodel.Start(&fakemodel.Script{Replies: repeat(reply, b.N)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer srv.Close()
-			p, err := newProvider[kind](srv)
-			if err != nil {
-				b.Fatal(err)
-			}
+			p := roundTripModel(b, kind)
 			var tools []provider.ToolSpec
 			for _, t := range builtin.All() {
 				s := t.Spec()
@@ -96,6 +72,26 @@ func BenchmarkRoundTripBare(b *testing.B) {
 			}
 		})
 	}
+}
+
+// roundTripModel starts the fake model with b.N tool-using turns (an ls
+// call, then a text) and returns a provider of kind talking to it.
+func roundTripModel(b *testing.B, kind string) provider.Provider {
+	b.Helper()
+	turn := []fakemodel.Reply{
+		{ToolCalls: []fakemodel.ToolCall{call("", "ls", map[string]string{"path": "."})}},
+		{Text: "done"},
+	}
+	srv, err := fakemodel.Start(&fakemodel.Script{Replies: repeat(turn, b.N)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	p, err := newProvider[kind](srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
 }
 
 func repeat(r []fakemodel.Reply, n int) []fakemodel.Reply {
