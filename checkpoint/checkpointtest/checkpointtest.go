@@ -13,7 +13,9 @@
 // validation (checkpoint.ErrInvalid, checkpoint.ErrTooLarge), conflicts,
 // unknown sessions, exact round trips of times and payloads (including event
 // types this version does not know), Truncate, Delete, List and the
-// summaries behind it, Close, and concurrent writers and readers. Checks that
+// summaries behind it, Close, concurrent writers and readers, and, through
+// Backend.Damage, that damaged data is reported as a
+// *checkpoint.CorruptError and never read as a shorter or altered log. Checks that
 // need data to outlive Close (reopening, several OS processes) run only for
 // backends marked Persistent.
 //
@@ -56,6 +58,11 @@ type Backend struct {
 	Persistent bool
 	// MaxEventBytes is the backend's limit on one event's data, 0 if none.
 	MaxEventBytes int
+	// Damage, when set, inflicts damage d on the stored log of session id
+	// at seq, in the store c opened at loc (still open; the suite reopens
+	// persistent stores afterwards). The damage checks are skipped without
+	// it.
+	Damage func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, d Damage, seq int64)
 }
 
 // subtest is one conformance check.
@@ -94,6 +101,7 @@ var subtests = []subtest{
 	{name: "ReadersDuringWrites", run: testReadersDuringWrites},
 	{name: "CloseDuringWrites", run: testCloseDuringWrites},
 	{name: "MultiProcess", persistent: true, run: testMultiProcess},
+	{name: "Damage", run: testDamage},
 }
 
 // Run runs every conformance subtest against b. Backends call it from

@@ -22,9 +22,12 @@ type Store struct {
 	sessions map[string]*sessionLog
 }
 
-// sessionLog is one session's events and their summary.
+// sessionLog is one session's events, their checksums and their summary.
+// sums[i] is checkpoint.Checksum(events[i]), taken when it was appended, so
+// that a read checks the log it hands out like every other backend does.
 type sessionLog struct {
 	events  []session.Event
+	sums    []uint32
 	summary session.Summary
 }
 
@@ -64,6 +67,7 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 	}
 	for _, e := range prepared {
 		l.events = append(l.events, e)
+		l.sums = append(l.sums, checkpoint.Checksum(e))
 		l.summary.Apply(e)
 	}
 	return l.summary.Head, nil
@@ -75,37 +79,46 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 // so a slow consumer never blocks writers.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
-		events, err := s.snapshot(ctx, id, fromSeq)
+		events, sums, head, err := s.snapshot(ctx, id, fromSeq)
 		if err != nil {
 			yield(session.Event{}, err)
 			return
 		}
-		for _, e := range events {
+		v := checkpoint.NewVerifier(id, fromSeq, head)
+		for i, e := range events {
+			if err := v.Event(e, sums[i]); err != nil {
+				yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
+				return
+			}
 			e.Data = clone(e.Data)
 			if !yield(e, nil) {
 				return
 			}
 		}
+		if err := v.End(); err != nil {
+			yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
+		}
 	}
 }
 
-// snapshot returns the events of id with seq >= fromSeq. The caller must not
-// modify them.
-func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]session.Event, error) {
+// snapshot returns the events of id with seq >= fromSeq, their checksums
+// and the head. The caller must not modify them.
+func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]session.Event, []uint32, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", id, err)
+		return nil, nil, 0, fmt.Errorf("read %s: %w", id, err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, fmt.Errorf("read %s: %w", id, checkpoint.ErrClosed)
+		return nil, nil, 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrClosed)
 	}
 	l := s.sessions[id]
 	if l == nil {
-		return nil, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+		return nil, nil, 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
 	}
-	start := min(max(fromSeq, 1)-1, int64(len(l.events)))
-	return l.events[start:len(l.events):len(l.events)], nil
+	n := int64(len(l.events))
+	start := min(max(fromSeq, 1)-1, n)
+	return l.events[start:n:n], l.sums[start:n:n], l.summary.Head, nil
 }
 
 // Head implements checkpoint.Checkpointer.
@@ -199,6 +212,7 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	// A new array: readers may still hold the old one, and appends must not
 	// write over the events they are about to yield.
 	l.events = slices.Clone(l.events[:keepThrough])
+	l.sums = slices.Clone(l.sums[:keepThrough])
 	l.summary = session.Summarize(id, l.events)
 	return keepThrough, nil
 }

@@ -18,7 +18,27 @@ func backend() checkpointtest.Backend {
 		Name:        "memory",
 		NewLocation: func(tb testing.TB) string { return tb.Name() },
 		Open:        func(string) (checkpoint.Checkpointer, error) { return memory.New(), nil },
+		Damage:      damage,
 	}
+}
+
+// damage changes the events the store holds in memory, behind its back.
+func damage(tb testing.TB, c checkpoint.Checkpointer, _, id string, d checkpointtest.Damage, seq int64) {
+	memory.Damage(c.(*memory.Store), id, func(events *[]session.Event, sums *[]uint32, _ *int64) {
+		i := seq - 1
+		switch d {
+		case checkpointtest.FlipByte:
+			data := slices.Clone((*events)[i].Data)
+			data[len(data)/2] ^= 0x20
+			(*events)[i].Data = data
+		case checkpointtest.DropEvent:
+			*events, *sums = slices.Delete(*events, int(i), int(i+1)), slices.Delete(*sums, int(i), int(i+1))
+		case checkpointtest.CutLog:
+			*events, *sums = (*events)[:i], (*sums)[:i]
+		default:
+			tb.Fatalf("unknown damage %v", d)
+		}
+	})
 }
 
 func TestMain(m *testing.M) { checkpointtest.Main(m, backend()) }

@@ -41,8 +41,9 @@
 //
 // The schema is created and migrated by the store: the SQL scripts in
 // schema/ (embedded) run in order inside one transaction, and PRAGMA
-// user_version records how many have run. PRAGMA application_id is
-// 0x6c697465 ("lite"). Version 1:
+// user_version records how many have run (a step may add a backfill
+// written in Go, run in the same transaction). PRAGMA application_id is
+// 0x6c697465 ("lite"). Version 2 (version 1 without events.crc):
 //
 //	CREATE TABLE sessions (
 //	    id        TEXT    NOT NULL PRIMARY KEY,
@@ -65,7 +66,8 @@
 //	    seq  INTEGER GENERATED ALWAYS AS (key & 4294967295) VIRTUAL,
 //	    type TEXT    NOT NULL,       -- session.Type
 //	    time INTEGER NOT NULL,       -- unix microseconds, UTC
-//	    data BLOB                    -- the event's JSON payload, byte for byte
+//	    data BLOB,                   -- the event's JSON payload, byte for byte
+//	    crc  INTEGER                 -- checkpoint.Checksum of the event (version 2)
 //	);
 //	CREATE VIEW session_events (session, seq, type, time, data) AS …;
 //
@@ -87,6 +89,20 @@
 // "SELECT id, title FROM sessions"); the store itself reads the packed
 // entry, which List finds in the sessions_list index without touching the
 // table: newest first within a namespace, filtered by kind.
+//
+// # Integrity
+//
+// Every event row carries the CRC-32C of the event (checkpoint.Checksum
+// over its seq, time, type and data), written in the row's own INSERT. Read
+// checks it for every event, checks that seqs run without a gap from the
+// first one asked for, and that the log reaches the head recorded in the
+// session's row (read in the same statement). Any mismatch (a changed
+// byte, a deleted row, a head ahead of the log) ends the read with a
+// *checkpoint.CorruptError after the events before it; nothing is
+// repaired. Upgrading a version 1 database computes the checksums of the
+// events already stored; a read-only store reads a version 1 database
+// without them, checking seqs and heads only. SQLITE_CORRUPT from the
+// driver is reported as a *checkpoint.CorruptError too.
 //
 // Event times are kept to the microsecond, the precision session.Now
 // gives, and come back in UTC. One event's data is capped by

@@ -193,8 +193,8 @@ func TestSchemaVersion(t *testing.T) {
 	if err := sqlDB(t, path).QueryRow("SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version)").Scan(&app, &ver); err != nil {
 		t.Fatal(err)
 	}
-	if app != 0x6c697465 || ver != 1 {
-		t.Fatalf("application_id %#x, user_version %d; want 0x6c697465, 1", app, ver)
+	if app != 0x6c697465 || ver != 2 {
+		t.Fatalf("application_id %#x, user_version %d; want 0x6c697465, 2", app, ver)
 	}
 }
 

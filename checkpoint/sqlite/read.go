@@ -32,9 +32,14 @@ const (
 
 // Statements of the read path.
 const (
-	stmtPage = `SELECT e.key & 4294967295, e.type, e.time, e.data FROM sessions s, events e
+	// Each row carries the event's stored checksum and the session's head,
+	// read in the same snapshot as the events.
+	stmtPage = `SELECT e.key & 4294967295, e.type, e.time, e.data, e.crc, s.head FROM sessions s, events e
 		WHERE s.id = ?1 AND e.key >= (s.n << 32) + ?2 AND e.key <= (s.n << 32) + 4294967295 ORDER BY e.key LIMIT ?3`
-	stmtExists = `SELECT 1 FROM sessions WHERE id = ?`
+	// The same for a version 1 database, opened read-only: no checksums.
+	stmtPageV1 = `SELECT e.key & 4294967295, e.type, e.time, e.data, NULL, s.head FROM sessions s, events e
+		WHERE s.id = ?1 AND e.key >= (s.n << 32) + ?2 AND e.key <= (s.n << 32) + 4294967295 ORDER BY e.key LIMIT ?3`
+	stmtExists = `SELECT head FROM sessions WHERE id = ?`
 	// List reads the sessions_list index only, and has SQLite concatenate
 	// the entries into one value: one row to hand over instead of
 	// thousands.
@@ -50,17 +55,15 @@ const (
 // page before, and if that event changed or is gone (the log was truncated,
 // rewritten or deleted while it was read) Read ends with a
 // *checkpoint.ConflictError (or ErrNotFound) instead of joining two
-// histories.
+// histories. Every event's stored checksum is checked, and seqs must run
+// without a gap up to the session's recorded head: any mismatch ends the
+// read with a *checkpoint.CorruptError after the events before it.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		from := max(fromSeq, 1)
 		var last *mark
 		for {
 			page, more, err := s.page(ctx, id, from, last)
-			if err != nil {
-				yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
-				return
-			}
 			if len(page) > 0 {
 				// Taken before yielding: the events are the caller's to change.
 				last = markOf(page[len(page)-1])
@@ -69,6 +72,10 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 				if !yield(e, nil) {
 					return
 				}
+			}
+			if err != nil {
+				yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
+				return
 			}
 			if !more {
 				return
@@ -121,31 +128,61 @@ func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (pa
 	if last != nil {
 		start, rowsWanted = last.seq, pageRows+1
 	}
+	query := stmtPage
+	if s.noChecksums {
+		query = stmtPageV1
+	}
+	var (
+		sums     []driver.Value // each event's stored checksum (nil where none)
+		head     int64
+		dbDamage error // SQLITE_CORRUPT after the rows in page
+	)
 	err = s.retry(ctx, func() error {
-		page, more = make([]session.Event, 0, rowsWanted), false
-		rows, err := c.query(ctx, stmtPage, id, start, int64(rowsWanted))
+		page, sums, more, dbDamage = make([]session.Event, 0, rowsWanted), make([]driver.Value, 0, rowsWanted), false, nil
+		rows, err := c.query(ctx, query, id, start, int64(rowsWanted))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		dest := make([]driver.Value, 4)
+		dest := make([]driver.Value, 6)
 		size := 0
 		for {
 			page = append(page, session.Event{})
 			ok, err := nextEvent(rows, dest, &page[len(page)-1])
+			if err != nil && code(err)&0xff == sqliteCorrupt {
+				// The rows before it are still checked and yielded.
+				page, dbDamage = page[:len(page)-1], err
+				return nil
+			}
 			if err != nil || !ok {
 				page = page[:len(page)-1]
 				more = len(page) == rowsWanted
 				return err
 			}
+			sums = append(sums, dest[4])
+			head, _ = dest[5].(int64)
 			if size += len(page[len(page)-1].Data); size >= pageBytes {
 				more = true
 				return nil
 			}
 		}
 	})
+	if code(err)&0xff == sqliteCorrupt {
+		page, dbDamage, err = nil, err, nil
+	}
 	if err != nil {
 		return nil, false, s.readError(err)
+	}
+	good, damage := s.verify(id, start, head, page, sums, more || dbDamage != nil)
+	if damage == nil && dbDamage != nil {
+		damage = &checkpoint.CorruptError{Session: id, Seq: start + int64(good),
+			Reason: fmt.Sprintf("SQLite reports the database file %s damaged where seq %d is stored (%v)", s.path, start+int64(good), dbDamage)}
+	}
+	if damage != nil {
+		if good == 0 || last != nil && good == 1 {
+			return nil, false, damage
+		}
+		page, more = page[:good], false
 	}
 	switch {
 	case last != nil && (len(page) == 0 || !last.matches(page[0])):
@@ -159,16 +196,49 @@ func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (pa
 		return nil, false, &checkpoint.ConflictError{Session: id, Expected: last.seq, Actual: sum.Head}
 	case last != nil:
 		page = page[1:]
-	case len(page) == 0:
-		found, err := c.row(ctx, make([]driver.Value, 1), stmtExists, id)
+	case len(page) == 0 && damage == nil:
+		dest := make([]driver.Value, 1)
+		found, err := c.row(ctx, dest, stmtExists, id)
 		if err != nil {
 			return nil, false, s.readError(err)
 		}
 		if !found {
 			return nil, false, checkpoint.ErrNotFound
 		}
+		head, _ := dest[0].(int64)
+		if err := checkpoint.NewVerifier(id, from, head).End(); err != nil {
+			return nil, false, err
+		}
 	}
-	return page, more, nil
+	return page, more, damage
+}
+
+// verify checks one page read from seq start of a log whose recorded head
+// is head: each event's checksum and seq, and, where the page is the last,
+// that it reaches the head. good is how many of the page's events verify;
+// damage, a *checkpoint.CorruptError, says what is wrong with the next.
+func (s *Store) verify(id string, start, head int64, page []session.Event, sums []driver.Value, more bool) (good int, damage error) {
+	if len(page) == 0 {
+		return 0, nil
+	}
+	v := checkpoint.NewVerifier(id, start, head)
+	for i, e := range page {
+		var err error
+		if sum, ok := sums[i].(int64); ok {
+			err = v.Event(e, uint32(sum))
+		} else if s.noChecksums {
+			err = v.Seq(e.Seq)
+		} else {
+			err = &checkpoint.CorruptError{Session: id, Seq: e.Seq, Reason: fmt.Sprintf("seq %d has no stored checksum", e.Seq)}
+		}
+		if err != nil {
+			return i, err
+		}
+	}
+	if !more {
+		return len(page), v.End()
+	}
+	return len(page), nil
 }
 
 // nextEvent decodes the next row of (seq, type, time, data) into e; ok is

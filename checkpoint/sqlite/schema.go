@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // migrations holds the schema: schema/NNNN_name.sql brings the database
@@ -36,6 +39,56 @@ func schemaSteps() []string {
 		steps[i] = string(b)
 	}
 	return steps
+}
+
+// backfills are the steps, written in Go, that follow a migration script
+// in its transaction, by the version the script brings the database to.
+var backfills = map[int64]func(*conn) error{
+	2: backfillChecksums,
+}
+
+// backfillBatch is how many events backfillChecksums reads per query.
+const backfillBatch = 1000
+
+// backfillChecksums fills in the crc column (version 2) of every stored
+// event, a batch at a time in key order.
+func backfillChecksums(c *conn) error {
+	bg := context.Background()
+	after := int64(-1)
+	dest := make([]driver.Value, 4)
+	var keys []int64
+	var sums []int64
+	for {
+		rows, err := c.query(bg, `SELECT key, type, time, data FROM events WHERE key > ? ORDER BY key LIMIT ?`, after, int64(backfillBatch))
+		if err != nil {
+			return fmt.Errorf("read events: %w", err)
+		}
+		keys, sums = keys[:0], sums[:0]
+		for {
+			var e session.Event
+			ok, err := nextEvent(rows, dest, &e)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("read events: %w", err)
+			}
+			if !ok {
+				break
+			}
+			key := e.Seq
+			e.Seq = key & maxSeq
+			keys, sums = append(keys, key), append(sums, int64(checkpoint.Checksum(e)))
+		}
+		rows.Close()
+		if len(keys) == 0 {
+			return nil
+		}
+		for i, k := range keys {
+			if _, err := c.exec(bg, `UPDATE events SET crc = ? WHERE key = ?`, sums[i], k); err != nil {
+				return fmt.Errorf("write checksums: %w", err)
+			}
+		}
+		after = keys[len(keys)-1]
+	}
 }
 
 // schemaVersion is the version this build creates and reads.
@@ -101,6 +154,11 @@ func (s *Store) migrate(ctx context.Context, c *conn) error {
 			if err := c.script(context.Background(), steps[v]); err != nil {
 				return fmt.Errorf("migrate %s to schema version %d: %w", s.path, v+1, err)
 			}
+			if fill := backfills[v+1]; fill != nil {
+				if err := fill(c); err != nil {
+					return fmt.Errorf("migrate %s to schema version %d: %w", s.path, v+1, err)
+				}
+			}
 		}
 		return c.script(context.Background(), fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", applicationID, schemaVersion))
 	})
@@ -118,6 +176,10 @@ func (s *Store) checkReadable(ctx context.Context, c *conn) error {
 	switch {
 	case ver == 0:
 		return fmt.Errorf("%s holds no lite-agent sessions yet (it has no schema); open it read-write once, or check the path", s.path)
+	case ver == 1:
+		// Version 2 only adds event checksums: a read-only store reads a
+		// version 1 database as it is, checking seqs and heads.
+		s.noChecksums = true
 	case ver < schemaVersion:
 		return fmt.Errorf("%s has schema version %d, older than this build's %d; open it read-write once to upgrade it", s.path, ver, schemaVersion)
 	}

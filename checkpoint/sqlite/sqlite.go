@@ -73,6 +73,10 @@ type Store struct {
 	// empty is set for a read-only store over a database without schema
 	// (an empty file): it holds no sessions.
 	empty bool
+	// noChecksums is set for a read-only store over a database of schema
+	// version 1, whose events carry no checksums yet: reads check seqs and
+	// heads only.
+	noChecksums bool
 
 	// mu is held for reading by every call in progress and for writing by
 	// Close, so that Close waits for them.
@@ -90,6 +94,7 @@ const (
 	sqliteCorrupt  = 11
 	sqliteFull     = 13
 	sqliteCantOpen = 14
+	sqliteProtocol = 15
 	sqliteNotADB   = 26
 )
 
@@ -117,10 +122,14 @@ func code(err error) int {
 	return 0
 }
 
-// isBusy reports whether err is a lock held by another connection.
+// isBusy reports whether err is a lock held by another connection. The WAL
+// locking protocol error (SQLITE_PROTOCOL) counts: SQLite returns it when
+// its own retries lost a race for the WAL index, as happens while another
+// connection recovers the WAL of a process that was killed, and trying
+// again after a moment succeeds.
 func isBusy(err error) bool {
 	c := code(err) & 0xff
-	return c == sqliteBusy || c == sqliteLocked
+	return c == sqliteBusy || c == sqliteLocked || c == sqliteProtocol
 }
 
 // retry calls f until it does not fail with a lock held by another

@@ -20,6 +20,7 @@ func backend() checkpointtest.Backend {
 		},
 		Persistent:    true,
 		MaxEventBytes: sqlite.DefaultMaxEventBytes,
+		Damage:        damage,
 	}
 }
 

@@ -62,7 +62,7 @@ type outcome struct {
 const (
 	stmtSummary = `SELECT n, CAST(entry AS TEXT) FROM sessions WHERE id = ?`
 	stmtNumber  = `SELECT coalesce(max(n), 0) + 1 FROM sessions`
-	stmtInsert  = `INSERT INTO events (key, type, time, data) VALUES (?, ?, ?, ?)`
+	stmtInsert  = `INSERT INTO events (key, type, time, data, crc) VALUES (?, ?, ?, ?, ?)`
 	stmtSave    = `INSERT INTO sessions (id, n, namespace, kind, head, messages, status, created, updated, title, summary, entry)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, head = excluded.head,
@@ -285,7 +285,7 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 			}
 		}
 		for _, e := range r.events {
-			if _, err := c.exec(bg, stmtInsert, eventKey(n, e.Seq), string(e.Type), e.Time.UnixMicro(), []byte(e.Data)); err != nil {
+			if _, err := c.exec(bg, stmtInsert, eventKey(n, e.Seq), string(e.Type), e.Time.UnixMicro(), []byte(e.Data), int64(checkpoint.Checksum(e))); err != nil {
 				return 0, nil, err
 			}
 			sum.Apply(e)
