@@ -459,9 +459,9 @@ const (
 ), a AS (
 	SELECT id FROM c UNION ALL SELECT id FROM u
 ), e AS (
-	INSERT INTO events (session, seq, type, time, data)
-	SELECT $1, $2::bigint + u.n, u.type, u.time, u.data
-	FROM unnest($15::text[], $16::timestamptz[], $17::bytea[]) WITH ORDINALITY AS u(type, time, data, n)
+	INSERT INTO events (session, seq, type, time, data, crc)
+	SELECT $1, $2::bigint + u.n, u.type, u.time, u.data, u.crc
+	FROM unnest($15::text[], $16::timestamptz[], $17::bytea[], $19::integer[]) WITH ORDINALITY AS u(type, time, data, crc, n)
 	WHERE EXISTS (SELECT FROM a)
 )
 SELECT id FROM a`
@@ -485,9 +485,9 @@ SELECT id FROM a`
 ), a AS (
 	SELECT id FROM c UNION ALL SELECT id FROM u
 ), e AS (
-	INSERT INTO events (session, seq, type, time, data)
-	SELECT v.session, v.seq, v.type, v.time, v.data
-	FROM unnest($15::text[], $16::bigint[], $17::text[], $18::timestamptz[], $19::bytea[]) AS v(session, seq, type, time, data)
+	INSERT INTO events (session, seq, type, time, data, crc)
+	SELECT v.session, v.seq, v.type, v.time, v.data, v.crc
+	FROM unnest($15::text[], $16::bigint[], $17::text[], $18::timestamptz[], $19::bytea[], $21::integer[]) AS v(session, seq, type, time, data, crc)
 	WHERE v.session IN (SELECT id FROM a)
 )
 SELECT id FROM a`
@@ -504,12 +504,12 @@ func (st statement) queue(b *pgx.Batch) error {
 		p := st.plans[0]
 		x := p.next.sum
 		n := len(p.r.events)
-		types, times, datas := make([]string, n), make([]time.Time, n), make([][]byte, n)
+		types, times, datas, sums := make([]string, n), make([]time.Time, n), make([][]byte, n), make([]int32, n)
 		for i, e := range p.r.events {
-			types[i], times[i], datas[i] = string(e.Type), e.Time, e.Data
+			types[i], times[i], datas[i], sums[i] = string(e.Type), e.Time, e.Data, int32(checkpoint.Checksum(e))
 		}
 		b.Queue(oneSQL, p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
-			entry.Encode(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events))
+			entry.Encode(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events), sums)
 		return nil
 	}
 	n := len(st.plans)
@@ -524,6 +524,7 @@ func (st statement) queue(b *pgx.Batch) error {
 		evSeqs                                 []int64
 		evTimes                                []time.Time
 		evDatas                                [][]byte
+		evSums                                 []int32
 	)
 	for i, p := range st.plans {
 		x := p.next.sum
@@ -532,11 +533,11 @@ func (st statement) queue(b *pgx.Batch) error {
 		gens[i], etags[i], fresh[i], oldEtags[i], maxDatas[i] = p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, maxData(p.r.events)
 		for _, e := range p.r.events {
 			evSessions, evSeqs, evTypes = append(evSessions, p.r.id), append(evSeqs, e.Seq), append(evTypes, string(e.Type))
-			evTimes, evDatas = append(evTimes, e.Time), append(evDatas, e.Data)
+			evTimes, evDatas, evSums = append(evTimes, e.Time), append(evDatas, e.Data), append(evSums, int32(checkpoint.Checksum(e)))
 		}
 	}
 	b.Queue(manySQL, ids, expected, namespaces, kinds, heads, messages, statuses, created, updated, entries, gens, etags, fresh, oldEtags,
-		evSessions, evSeqs, evTypes, evTimes, evDatas, maxDatas)
+		evSessions, evSeqs, evTypes, evTimes, evDatas, maxDatas, evSums)
 	return nil
 }
 

@@ -22,9 +22,10 @@
 //	schema_version (version integer PRIMARY KEY, name text, applied timestamptz)
 //
 // A database at a version newer than the build refuses to open. The tables
-// as of version 3 (1 created them; 2 added entry and filled it in from the
+// as of version 4 (1 created them; 2 added entry and filled it in from the
 // JSON summary column, in Go, in the migration's transaction; 3 dropped
-// summary):
+// summary; 4 added crc and filled it in for the stored events the same
+// way):
 //
 //	events (
 //	    session text,          -- the session id
@@ -32,6 +33,7 @@
 //	    type    text,          -- session.Type
 //	    time    timestamptz,   -- to the microsecond, read back in UTC
 //	    data    bytea,         -- the payload's bytes exactly as appended; NULL if none
+//	    crc     integer,       -- checkpoint.Checksum of the event (CRC-32C), as int4
 //	    PRIMARY KEY (session, seq)
 //	)
 //
@@ -95,7 +97,10 @@
 // connection is held while the caller runs. Events appended after the Read
 // began are not seen; a Truncate or a re-creation between two pages changes
 // the generation, and the Read ends with an error instead of mixing two
-// logs. Head is one row; List reads only the sessions table, and only its
+// logs. Within one generation every event's crc is checked and the rows of
+// a page must be exactly its seqs: a changed byte, a deleted row or a head
+// ahead of the rows ends the Read with a *checkpoint.CorruptError after the
+// events before it. Head is one row; List reads only the sessions table, and only its
 // entry column past the filter and sort. An entry is the packed summary
 // both SQL stores share (package checkpoint/internal/entry: a version
 // byte, the length of the rest, then varints and length-prefixed strings:

@@ -59,6 +59,51 @@ var schemaVersion = len(migrations())
 // its transaction, by version.
 var backfills = map[int]func(context.Context, pgx.Tx) error{
 	2: backfillEntries,
+	4: backfillChecksums,
+}
+
+// backfillChecksums fills in the crc column (version 4) of every stored
+// event, a batch at a time in (session, seq) order, then makes it NOT NULL.
+func backfillChecksums(ctx context.Context, tx pgx.Tx) error {
+	afterID, afterSeq := "", int64(0)
+	for {
+		rows, err := tx.Query(ctx, `SELECT session, seq, type, time, data FROM events
+			WHERE (session, seq) > ($1, $2) ORDER BY session, seq LIMIT $3`, afterID, afterSeq, backfillBatch)
+		if err != nil {
+			return fmt.Errorf("read events: %w", err)
+		}
+		var (
+			ids  []string
+			seqs []int64
+			sums []int32
+		)
+		for rows.Next() {
+			var (
+				id  string
+				typ string
+				e   session.Event
+			)
+			if err := rows.Scan(&id, &e.Seq, &typ, &e.Time, &e.Data); err != nil {
+				rows.Close()
+				return fmt.Errorf("read events: %w", err)
+			}
+			e.Type = session.Type(typ)
+			ids, seqs, sums = append(ids, id), append(seqs, e.Seq), append(sums, int32(checkpoint.Checksum(e)))
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read events: %w", err)
+		}
+		if len(ids) == 0 {
+			_, err := tx.Exec(ctx, `ALTER TABLE events ALTER COLUMN crc SET NOT NULL`)
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE events e SET crc = v.crc
+			FROM unnest($1::text[], $2::bigint[], $3::integer[]) AS v(session, seq, crc)
+			WHERE e.session = v.session AND e.seq = v.seq`, ids, seqs, sums); err != nil {
+			return fmt.Errorf("write checksums: %w", err)
+		}
+		afterID, afterSeq = ids[len(ids)-1], seqs[len(seqs)-1]
+	}
 }
 
 // backfillBatch is how many rows backfillEntries rewrites per statement.

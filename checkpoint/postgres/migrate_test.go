@@ -47,8 +47,11 @@ func TestMigrateFromVersion1(t *testing.T) {
 	writeVersion1(t, loc, logs)
 
 	s := openStore(t, loc, nil)
-	if v := queryInt(t, loc, `SELECT max(version) FROM schema_version`); v != 3 {
-		t.Fatalf("schema version after the upgrade is %d, want 3", v)
+	if v := queryInt(t, loc, `SELECT max(version) FROM schema_version`); v != 4 {
+		t.Fatalf("schema version after the upgrade is %d, want 4", v)
+	}
+	if n := queryInt(t, loc, `SELECT count(*) FROM events WHERE crc IS NULL`); n != 0 {
+		t.Fatalf("%d events without a checksum after the upgrade, want none", n)
 	}
 	for id, log := range logs {
 		sum, err := s.Head(t.Context(), id)
@@ -106,5 +109,12 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 	if len(sum.Open) != 0 {
 		t.Fatalf("open calls after the tool finished: %v, want none", sum.Open)
+	}
+	// The backfilled checksums are checked: a changed byte in an event
+	// stored before the upgrade is caught.
+	execSQL(t, loc, `UPDATE events SET data = set_byte(data, 1, get_byte(data, 1) # 32) WHERE session = 'full' AND seq = 2`)
+	got, err := checkpoint.ReadAll(t.Context(), openStore(t, loc, nil), "full")
+	if ce, ok := checkpoint.IsCorrupt(err); !ok || ce.Seq != 2 || len(got) != 1 {
+		t.Fatalf("read of an upgraded log damaged at seq 2: %d events, error %v; want 1 event and corruption at seq 2", len(got), err)
 	}
 }

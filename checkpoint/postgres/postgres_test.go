@@ -158,6 +158,24 @@ func backend() checkpointtest.Backend {
 		},
 		Persistent:    true,
 		MaxEventBytes: postgres.DefaultMaxEventBytes,
+		Damage:        damage,
+	}
+}
+
+// damage changes the events table at loc through a connection of its own,
+// as another program with access to the database could.
+func damage(tb testing.TB, _ checkpoint.Checkpointer, loc, id string, d checkpointtest.Damage, seq int64) {
+	tb.Helper()
+	switch d {
+	case checkpointtest.FlipByte:
+		execSQL(tb, loc, `UPDATE events SET data = set_byte(data, length(data) / 2, get_byte(data, length(data) / 2) # 32)
+			WHERE session = $1 AND seq = $2`, id, seq)
+	case checkpointtest.DropEvent:
+		execSQL(tb, loc, `DELETE FROM events WHERE session = $1 AND seq = $2`, id, seq)
+	case checkpointtest.CutLog:
+		execSQL(tb, loc, `DELETE FROM events WHERE session = $1 AND seq >= $2`, id, seq)
+	default:
+		tb.Fatalf("unknown damage %v", d)
 	}
 }
 

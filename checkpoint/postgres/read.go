@@ -27,7 +27,7 @@ const (
 // readPageSQL returns the events of session $1 with seqs $2 to $3, each row
 // with the session's generation. One statement, so one snapshot: the
 // generation and the events agree.
-const readPageSQL = `SELECT (SELECT generation FROM sessions WHERE id = $1), seq, type, time, data
+const readPageSQL = `SELECT (SELECT generation FROM sessions WHERE id = $1), seq, type, time, data, crc
 FROM events
 WHERE session = $1 AND seq BETWEEN $2 AND $3
 ORDER BY seq`
@@ -37,6 +37,7 @@ type page struct {
 	from, to int64 // the seqs asked for
 	gen      *int64
 	events   []session.Event
+	sums     []int32 // the events' stored checksums
 	err      error
 }
 
@@ -47,7 +48,9 @@ type page struct {
 // one. It holds no connection while the caller runs. Events appended after
 // Read began are not seen. If the session is truncated, deleted or
 // re-created between two pages, the iteration ends with an error rather than
-// mix two logs.
+// mix two logs. Every event's stored checksum is checked, and seqs must run
+// without a gap up to the head: any mismatch ends the read with a
+// *checkpoint.CorruptError after the events before it.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		gen, head, maxData, err := s.readMeta(ctx, id)
@@ -89,15 +92,26 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 			case p.gen == nil:
 				yield(session.Event{}, fmt.Errorf("read %s: %w: the session was deleted while being read", id, checkpoint.ErrNotFound))
 				return
-			case *p.gen != gen || int64(len(p.events)) != p.to-p.from+1:
+			case *p.gen != gen:
 				yield(session.Event{}, fmt.Errorf("read %s: the session was truncated or replaced while being read (at seq %d): read it again", id, p.from))
 				return
 			}
 			fetch(rows)
-			for _, e := range p.events {
+			// The same generation throughout: the rows of seqs from to to
+			// are all there, each as it was written, or the log is damaged.
+			v := checkpoint.NewVerifier(id, p.from, p.to)
+			for i, e := range p.events {
+				if err := v.Event(e, uint32(p.sums[i])); err != nil {
+					yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
+					return
+				}
 				if !yield(e, nil) {
 					return
 				}
+			}
+			if err := v.End(); err != nil {
+				yield(session.Event{}, fmt.Errorf("read %s: %w", id, err))
+				return
 			}
 		}
 	}
@@ -124,7 +138,7 @@ func (s *Store) readPage(ctx context.Context, id string, from, to int64) (p page
 	}
 	defer s.leave()
 	p.err = s.retry(ctx, func() error {
-		p.gen, p.events = nil, make([]session.Event, 0, to-from+1)
+		p.gen, p.events, p.sums = nil, make([]session.Event, 0, to-from+1), make([]int32, 0, to-from+1)
 		rows, err := s.pool.Query(ctx, readPageSQL, id, from, to)
 		if err != nil {
 			return err
@@ -133,14 +147,15 @@ func (s *Store) readPage(ctx context.Context, id string, from, to int64) (p page
 		var (
 			typ string
 			tm  time.Time
+			sum int32
 		)
 		for rows.Next() {
 			var e session.Event
-			if err := rows.Scan(&p.gen, &e.Seq, &typ, &tm, &e.Data); err != nil {
+			if err := rows.Scan(&p.gen, &e.Seq, &typ, &tm, &e.Data, &sum); err != nil {
 				return err
 			}
 			e.Type, e.Time = session.Type(typ), tm.UTC()
-			p.events = append(p.events, e)
+			p.events, p.sums = append(p.events, e), append(p.sums, sum)
 		}
 		if err := rows.Err(); err != nil {
 			return err
