@@ -1,6 +1,8 @@
 package file_test
 
 import (
+	"encoding/binary"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -21,6 +23,7 @@ func backend(encoding string) checkpointtest.Backend {
 		},
 		Persistent:    true,
 		MaxEventBytes: file.DefaultMaxEventBytes,
+		Damage:        damage,
 	}
 }
 
@@ -39,5 +42,52 @@ func TestCrashConformance(t *testing.T) {
 func BenchmarkFile(b *testing.B) {
 	for _, enc := range []string{file.EncodingJSON, file.EncodingZstd} {
 		b.Run(enc, func(b *testing.B) { checkpointtest.Bench(b, backend(enc)) })
+	}
+}
+
+// frames returns the offset and size of each frame of the log at path, by
+// the seq of its first event. The layout is the one doc.go documents.
+func frames(tb testing.TB, path string) (b []byte, off, size map[int64]int64) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	off, size = map[int64]int64{}, map[int64]int64{}
+	for o := int64(16); o+32 <= int64(len(b)); {
+		n := 32 + int64(binary.LittleEndian.Uint32(b[o+8:]))
+		seq := int64(binary.LittleEndian.Uint64(b[o+16:]))
+		off[seq], size[seq] = o, n
+		o += n
+	}
+	return b, off, size
+}
+
+// damage changes the log file of session id under the store's root loc, as
+// a bad disk or a careless copy could.
+func damage(tb testing.TB, _ checkpoint.Checkpointer, loc, id string, d checkpointtest.Damage, seq int64) {
+	tb.Helper()
+	target, err := os.Readlink(filepath.Join(loc, "ids", id))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(loc, "ids", target)
+	b, off, size := frames(tb, path)
+	o, ok := off[seq]
+	if !ok {
+		tb.Fatalf("no frame starts with seq %d in %s", seq, path)
+	}
+	switch d {
+	case checkpointtest.FlipByte:
+		b[o+32+size[seq]/2-16] ^= 0x20
+	case checkpointtest.DropEvent:
+		b = append(b[:o:o], b[o+size[seq]:]...)
+	case checkpointtest.CutLog:
+		b = b[:o]
+	default:
+		tb.Fatalf("unknown damage %v", d)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }

@@ -65,6 +65,9 @@ func (h *handle) remove(n *nsIndex) error {
 	if err := n.write(indexRecord{kind: recIntent, id: h.id}); err != nil {
 		return err
 	}
+	if err := n.syncRecords(); err != nil {
+		return err
+	}
 	if err := os.Remove(h.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

@@ -86,11 +86,19 @@
 //
 // A frame that is damaged while a good frame follows it (found by searching
 // the rest of the file for the frame magic) is not a torn tail: it is
-// corruption, and cutting there would lose acknowledged events. Then Append,
-// Truncate and Read (after the events before the damage) fail with an error
-// wrapping ErrCorrupt that names the file, the offset and the last good seq,
-// and says what to do: read out the events before the damage, then move the
-// file out of the store. Nothing on disk is changed.
+// corruption, and cutting there would lose acknowledged events. Nor is a
+// log that ends (torn or not) before the head the index recorded for it in
+// a summary record: summaries are written only after the frames they
+// describe were synced, and the intents of Truncate and Delete are synced
+// before they shorten or remove a log, so only damage (a log cut short, a
+// flipped byte in an acknowledged frame, a removed file) explains it; the
+// index is not compared while an intent of the session is outstanding. In
+// both cases Append, Truncate and Read (after the events before the
+// damage) fail with a *checkpoint.CorruptError (ErrCorrupt) that names the
+// session, the first seq lost, the file and the offset. Nothing on disk is
+// changed and nothing is appended after the damage; the events before it
+// can be read out (the command line's --export ID --salvage), and the file
+// moved out of the store to go on without it.
 //
 // Read checks the checksum of every frame it reads. A writer checks every
 // frame of a log file once, the first time its process writes to that file

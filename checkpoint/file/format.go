@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -38,11 +39,13 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorrupt reports a log or file of the store whose bytes are damaged in a
-// way the store does not repair by itself (a torn tail is repaired; damage
-// followed by valid records is not). The error message names the file, the
-// offset and what to do. Nothing is changed on disk when it is returned.
-var ErrCorrupt = errors.New("corrupt session store file")
+// ErrCorrupt is checkpoint.ErrCorrupt: a log or file of the store is damaged
+// in a way the store does not repair by itself (a torn tail is repaired;
+// damage followed by valid records, or a log shorter than the head its
+// index recorded, is not). Damage to one session's log is a
+// *checkpoint.CorruptError whose reason names the file and the offset.
+// Nothing is changed on disk when it is returned.
+var ErrCorrupt = checkpoint.ErrCorrupt
 
 // frameHeader is the decoded fixed header of one frame.
 type frameHeader struct {

@@ -472,7 +472,7 @@ func (n *nsIndex) verifyLocked() error {
 			e = &entry{id: id}
 			n.entries[id] = e
 		}
-		if e.has && !e.pending && n.tokenHolds(id, e.st.tok) {
+		if e.has && !e.pending && n.keep(id, e.st.tok) {
 			continue
 		}
 		n.mark(e, true)
@@ -482,15 +482,21 @@ func (n *nsIndex) verifyLocked() error {
 	return nil
 }
 
-// tokenHolds reports whether the log of id still ends where tok says.
-func (n *nsIndex) tokenHolds(id string, tok token) bool {
+// keep reports whether an entry whose token is tok can be kept as it is:
+// the log of id still ends where tok says, or it is shorter than tok says.
+// A shorter log lost acknowledged events (the intents of Truncate and
+// Delete are synced, so no lost record explains it): the entry stays, so
+// that reads and writes compare the log with it and report the damage.
+// Otherwise records of later writes were lost (they are not synced) and
+// the entry is refolded from the log.
+func (n *nsIndex) keep(id string, tok token) bool {
 	f, err := os.Open(n.s.logPath(n.folder, id))
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	_, size, err := fstatID(f)
-	return err == nil && size == tok.size && tokenMatches(f, tok)
+	return err == nil && (size < tok.size || size == tok.size && tokenMatches(f, tok))
 }
 
 // tokenMatches reports whether the frame tok names is where it says, whole

@@ -354,7 +354,7 @@ func FuzzLog(f *testing.F) {
 			end = tornAt
 		}
 		var n int64
-		err = s.readFrames(ctx, fd, path, "x", end, 1, func(e session.Event, err error) bool {
+		err = s.readFrames(ctx, fd, path, "x", end, st.head(), 1, func(e session.Event, err error) bool {
 			n++
 			if e.Seq != n {
 				t.Fatalf("event %d has seq %d", n, e.Seq)

@@ -264,6 +264,15 @@ func (h *handle) load(ctx context.Context, size int64) error {
 	if err != nil {
 		return fail(fmt.Errorf("open log of %s: %w", h.id, err))
 	}
+	if known && st.head() < base.head() {
+		// Shorter than the index recorded: acknowledged events are gone.
+		// Nothing is cut or appended after it.
+		end := size
+		if tornAt >= 0 {
+			end = tornAt
+		}
+		return fail(fmt.Errorf("open log of %s: %w", h.id, cutError(h.id, h.path, st.head(), end, base.head())))
+	}
 	h.s.setValidated(h.id, h.fid)
 	if tornAt >= 0 {
 		// The tail of a write that never finished (its Append did not
@@ -291,7 +300,7 @@ func (s *Store) loadState(f *os.File, path, id string, size int64, base *logStat
 	start := logHeaderLen
 	if base != nil && base.tok.size > 0 && size >= base.tok.size && tokenMatches(f, base.tok) {
 		if validate {
-			ok, err := validatePrefix(f, path, base.tok, base.head())
+			ok, err := validatePrefix(f, path, id, base.tok, base.head())
 			if err != nil {
 				return st, -1, err
 			}
@@ -331,20 +340,20 @@ func (s *Store) loadState(f *os.File, path, id string, size int64, base *logStat
 			if next < 0 {
 				return st, bad.off, nil
 			}
-			return st, -1, corruptError(path, bad.off, st.head(), bad.reason, next)
+			return st, -1, corruptError(id, path, bad.off, st.head(), bad.reason, next)
 		}
 		if !ok {
 			break
 		}
 		if h.firstSeq != st.head()+1 {
-			return st, -1, corruptError(path, off, st.head(), fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, st.head()+1), -1)
+			return st, -1, corruptError(id, path, off, st.head(), fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, st.head()+1), -1)
 		}
 		raw, err := s.rawPayload(h, payload)
 		if err == nil {
 			events, err = decodeEvents(raw, h.firstSeq, h.count, 0, events[:0])
 		}
 		if err != nil {
-			return st, -1, corruptError(path, off, st.head(), err.Error(), -1)
+			return st, -1, corruptError(id, path, off, st.head(), err.Error(), -1)
 		}
 		for _, e := range events {
 			st.sum.Apply(e)
@@ -358,7 +367,7 @@ func (s *Store) loadState(f *os.File, path, id string, size int64, base *logStat
 // validatePrefix checks the frames of a log up to the end of the frame a
 // token names: checksums and seqs only, nothing is decoded. ok is false when
 // the frames are sound but do not end where the token says with its head.
-func validatePrefix(f *os.File, path string, tok token, head int64) (ok bool, err error) {
+func validatePrefix(f *os.File, path, id string, tok token, head int64) (ok bool, err error) {
 	torn, err := checkLogHeader(f, path, tok.size)
 	if err != nil || torn {
 		return false, err
@@ -378,11 +387,11 @@ func validatePrefix(f *os.File, path string, tok token, head int64) (ok bool, er
 			if err != nil {
 				return false, fmt.Errorf("read %s: %w", path, err)
 			}
-			return false, corruptError(path, bad.off, seen, bad.reason, next)
+			return false, corruptError(id, path, bad.off, seen, bad.reason, next)
 		case !ok:
 			return fr.off == tok.size && seen == head, nil
 		case h.firstSeq != seen+1:
-			return false, corruptError(path, off, seen, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, seen+1), -1)
+			return false, corruptError(id, path, off, seen, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, seen+1), -1)
 		}
 		seen = h.lastSeq()
 	}
@@ -401,14 +410,4 @@ func (s *Store) setValidated(id string, fid fileID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checked[id] = fid
-}
-
-// corruptError describes damage in the middle of a log.
-func corruptError(path string, off, lastSeq int64, reason string, nextValid int64) error {
-	where := ""
-	if nextValid >= 0 {
-		where = fmt.Sprintf(", and valid records follow at offset %d", nextValid)
-	}
-	return fmt.Errorf("%w: %s: the record at offset %d, after seq %d, is damaged (%s)%s. Nothing was changed. Events 1 to %d can still be read; copy them out (for example by forking the session), then move %s out of the store to go on without it",
-		ErrCorrupt, path, off, lastSeq, reason, where, lastSeq, path)
 }

@@ -19,73 +19,86 @@ import (
 // re-parsed: it is handed out as stored. See checkpoint.Checkpointer.
 func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
-		f, path, size, err := s.openSnapshot(ctx, id)
+		f, path, size, recorded, err := s.openSnapshot(ctx, id)
 		if err != nil {
 			yield(session.Event{}, err)
 			return
 		}
 		defer f.Close()
-		if err := s.readFrames(ctx, f, path, id, size, fromSeq, yield); err != nil {
+		if err := s.readFrames(ctx, f, path, id, size, recorded, fromSeq, yield); err != nil {
 			yield(session.Event{}, err)
 		}
 	}
 }
 
 // openSnapshot opens the session's log and returns the size of its
-// committed part, noted under a shared lock.
-func (s *Store) openSnapshot(ctx context.Context, id string) (*os.File, string, int64, error) {
+// committed part and the head the index recorded for it (0 if none), both
+// noted under a shared lock.
+func (s *Store) openSnapshot(ctx context.Context, id string) (f *os.File, path string, size, recorded int64, err error) {
 	if err := s.enter(); err != nil {
-		return nil, "", 0, err
+		return nil, "", 0, 0, err
 	}
 	defer s.leave()
 	if err := checkID("read", id); err != nil {
-		return nil, "", 0, err
+		return nil, "", 0, 0, err
 	}
 	for range 100 {
 		folder, _, ok, err := s.lookup(id)
 		if err != nil {
-			return nil, "", 0, err
+			return nil, "", 0, 0, err
 		}
 		if !ok {
-			return nil, "", 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+			return nil, "", 0, 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
 		}
 		path := s.logPath(folder, id)
 		f, err := os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
+			if rec, rerr := s.recorded(folder, id); rerr == nil && rec > 0 {
+				return nil, "", 0, 0, fmt.Errorf("read %s: %w", id, &checkpoint.CorruptError{Session: id, Seq: 1,
+					Reason: fmt.Sprintf("its log %s is missing, but the store recorded head %d for it", path, rec)})
+			}
+			return nil, "", 0, 0, fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
 		}
 		if err != nil {
-			return nil, "", 0, fmt.Errorf("read %s: %w", id, err)
+			return nil, "", 0, 0, fmt.Errorf("read %s: %w", id, err)
 		}
 		if err := lock(ctx, f, false); err != nil {
 			f.Close()
-			return nil, "", 0, fmt.Errorf("read %s: %w", id, err)
+			return nil, "", 0, 0, fmt.Errorf("read %s: %w", id, err)
 		}
 		same, size, err := sameFile(f, path)
+		var recorded int64
+		if err == nil && same {
+			recorded, err = s.recorded(folder, id)
+		}
 		unlock(f)
 		if err != nil {
 			f.Close()
-			return nil, "", 0, fmt.Errorf("read %s: %w", id, err)
+			return nil, "", 0, 0, fmt.Errorf("read %s: %w", id, err)
 		}
 		if !same {
 			f.Close() // replaced or removed while we waited: look again
 			continue
 		}
-		return f, path, size, nil
+		return f, path, size, recorded, nil
 	}
-	return nil, "", 0, fmt.Errorf("read %s: the log kept changing while this reader waited; try again", id)
+	return nil, "", 0, 0, fmt.Errorf("read %s: the log kept changing while this reader waited; try again", id)
 }
 
-// readFrames yields the events of the snapshot [0, size) of a log.
-func (s *Store) readFrames(ctx context.Context, f *os.File, path, id string, size, fromSeq int64, yield func(session.Event, error) bool) error {
-	if size == 0 {
-		return fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
-	}
-	torn, err := checkLogHeader(f, path, size)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", id, err)
+// readFrames yields the events of the snapshot [0, size) of a log, which
+// must reach recorded, the head its index recorded.
+func (s *Store) readFrames(ctx context.Context, f *os.File, path, id string, size, recorded, fromSeq int64, yield func(session.Event, error) bool) error {
+	torn := size == 0
+	if !torn {
+		var err error
+		if torn, err = checkLogHeader(f, path, size); err != nil {
+			return fmt.Errorf("read %s: %w", id, err)
+		}
 	}
 	if torn {
+		if recorded > 0 {
+			return fmt.Errorf("read %s: %w", id, cutError(id, path, 0, size, recorded))
+		}
 		return fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
 	}
 	fr := newFrameReader(f, path, logHeaderLen, size)
@@ -101,6 +114,7 @@ func (s *Store) readFrames(ctx context.Context, f *os.File, path, id string, siz
 			return err
 		}
 		var more bool
+		var err error
 		events, more, err = s.readFrame(fr, id, &head, fromSeq, events[:0])
 		s.leave()
 		if err != nil {
@@ -114,6 +128,9 @@ func (s *Store) readFrames(ctx context.Context, f *os.File, path, id string, siz
 		if !more {
 			break
 		}
+	}
+	if head < recorded {
+		return fmt.Errorf("read %s: %w", id, cutError(id, path, head, fr.off, recorded))
 	}
 	if head == 0 {
 		return fmt.Errorf("read %s: %w", id, checkpoint.ErrNotFound)
@@ -135,7 +152,7 @@ func (s *Store) readFrame(fr *frameReader, id string, head *int64, fromSeq int64
 			return events, false, fmt.Errorf("read %s: %w", id, err)
 		}
 		if next >= 0 {
-			return events, false, fmt.Errorf("read %s: %w", id, corruptError(fr.path, bad.off, *head, bad.reason, next))
+			return events, false, fmt.Errorf("read %s: %w", id, corruptError(id, fr.path, bad.off, *head, bad.reason, next))
 		}
 		return events, false, nil // a torn tail: never acknowledged, never read
 	}
@@ -143,7 +160,7 @@ func (s *Store) readFrame(fr *frameReader, id string, head *int64, fromSeq int64
 		return events, false, nil
 	}
 	if h.firstSeq != *head+1 {
-		return events, false, fmt.Errorf("read %s: %w", id, corruptError(fr.path, off, *head, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, *head+1), -1))
+		return events, false, fmt.Errorf("read %s: %w", id, corruptError(id, fr.path, off, *head, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, *head+1), -1))
 	}
 	*head = h.lastSeq()
 	if *head < fromSeq {
@@ -154,7 +171,7 @@ func (s *Store) readFrame(fr *frameReader, id string, head *int64, fromSeq int64
 		events, err = decodeEvents(raw, h.firstSeq, h.count, fromSeq, events)
 	}
 	if err != nil {
-		return events, false, fmt.Errorf("read %s: %w", id, corruptError(fr.path, off, h.firstSeq-1, err.Error(), -1))
+		return events, false, fmt.Errorf("read %s: %w", id, corruptError(id, fr.path, off, h.firstSeq-1, err.Error(), -1))
 	}
 	return events, true, nil
 }

@@ -83,14 +83,14 @@ func (h *handle) truncate(ctx context.Context, keep int64) error {
 			if bad != nil {
 				reason = bad.reason
 			}
-			return corruptError(h.path, fr.off, st.head(), reason, -1)
+			return corruptError(h.id, h.path, fr.off, st.head(), reason, -1)
 		}
 		raw, err := s.rawPayload(fh, payload)
 		if err == nil {
 			events, err = decodeEvents(raw, fh.firstSeq, fh.count, 0, events[:0])
 		}
 		if err != nil {
-			return corruptError(h.path, fr.off, st.head(), err.Error(), -1)
+			return corruptError(h.id, h.path, fr.off, st.head(), err.Error(), -1)
 		}
 		crc := fh.crc
 		if fh.lastSeq() <= keep {
@@ -161,6 +161,9 @@ func (h *handle) replace(ctx context.Context, nf *os.File, tmp string, st logSta
 	}
 	defer n.releaseShared()
 	if err := n.write(indexRecord{kind: recIntent, id: h.id}); err != nil {
+		return err
+	}
+	if err := n.syncRecords(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, h.path); err != nil {
