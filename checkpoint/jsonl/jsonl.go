@@ -21,6 +21,22 @@
 //
 // The first event is session_started; its payload's "id" names the session,
 // and Import creates the session under that id.
+//
+// The events are preceded by one header line that says what the stream
+// holds, so that a stream cut short (a partial copy, a full disk) is told
+// apart from a shorter session:
+//
+//	{"v":1,"export":{"session":"01m8q…","head":21,"events":21}}
+//
+// events is the number of event lines that follow; head is the session's
+// head in the store it was exported from. They differ only in a salvaged
+// stream (see Salvage), whose header also says so and why:
+//
+//	{"v":1,"export":{"session":"01m8q…","head":21,"events":9,"salvaged":true,"damage":"session 01m8q… is damaged at seq 10: …"}}
+//
+// Import refuses a stream whose event lines are fewer or more than its
+// header says. Streams written before the header existed have none and
+// import as before.
 package jsonl
 
 import (
@@ -54,24 +70,53 @@ type envelope struct {
 	Data64 *string         `json:"data64"`
 }
 
-// Export writes the log of session id in c to w, one event per line. It
-// reads the log as it writes (a large log is never held in memory) and
-// returns the first error of either; an unknown session is
-// checkpoint.ErrNotFound and writes nothing.
+// Export writes the log of session id in c to w: the header line, then one
+// event per line, up to the head the session had when Export began (events
+// appended meanwhile are left out). It reads the log as it writes (a large
+// log is never held in memory) and returns the first error of either; an
+// unknown session is checkpoint.ErrNotFound and writes nothing. A damaged
+// log ends the stream early with the store's *checkpoint.CorruptError; the
+// header then promises more events than follow, so the stream does not
+// import. Salvage writes the events that verify instead.
 func Export(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer) error {
+	sum, err := c.Head(ctx, id)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", id, err)
+	}
+	return write(ctx, c, id, w, header{Session: id, Head: sum.Head, Events: sum.Head})
+}
+
+// write writes h and then the first h.Events events of the log of id.
+func write(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer, h header) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var line []byte
-	for e, err := range c.Read(ctx, id, 1) {
-		if err != nil {
-			return fmt.Errorf("export %s: %w", id, err)
-		}
-		line = appendLine(line[:0], e)
-		if _, err := bw.Write(line); err != nil {
-			return fmt.Errorf("export %s: write: %w", id, err)
+	line, err := appendHeader(nil, h)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", id, err)
+	}
+	if _, err := bw.Write(line); err != nil {
+		return fmt.Errorf("export %s: write: %w", id, err)
+	}
+	var n int64
+	if h.Events > 0 {
+		for e, err := range c.Read(ctx, id, 1) {
+			if err != nil {
+				bw.Flush()
+				return fmt.Errorf("export %s: %w", id, err)
+			}
+			line = appendLine(line[:0], e)
+			if _, err := bw.Write(line); err != nil {
+				return fmt.Errorf("export %s: write: %w", id, err)
+			}
+			if n++; n == h.Events {
+				break
+			}
 		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("export %s: write: %w", id, err)
+	}
+	if n < h.Events {
+		return fmt.Errorf("export %s: the log ended after %d of its %d events while it was read (truncated meanwhile?); export it again", id, n, h.Events)
 	}
 	return nil
 }
@@ -118,47 +163,88 @@ func appendString(b []byte, s string) []byte {
 // new session, in one Append, under the id its session_started event names.
 // It returns that id.
 //
-// The whole stream is checked before anything is written: a malformed line
+// The whole stream is checked before anything is written: a malformed line,
+// or event lines fewer or more than the header says (a stream cut short),
 // is an error wrapping ErrFormat that names the line number, and nothing is
-// appended. If c already has a session with that id, the error is the
-// store's *checkpoint.ConflictError and nothing is appended; delete the old
-// session first or import into another store.
+// appended. If c already has a session with that id, the error wraps
+// ErrExists and nothing is appended; delete the old session first or
+// import into another store.
 func Import(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) (id string, err error) {
-	events, id, err := decode(r)
+	im, err := ImportStream(ctx, c, r)
+	return im.Session, err
+}
+
+// Imported describes a stream Import appended.
+type Imported struct {
+	// Session is the id of the session created.
+	Session string
+	// Events is the number of events appended.
+	Events int64
+	// Salvaged is set for a stream Salvage wrote from a damaged log: the
+	// events after Events were lost. Damage is what was wrong with it.
+	Salvaged bool
+	Damage   string
+}
+
+// ImportStream is Import, saying what it imported.
+func ImportStream(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) (Imported, error) {
+	events, id, h, err := decode(r)
 	if err != nil {
-		return "", fmt.Errorf("import: %w", err)
+		return Imported{}, fmt.Errorf("import: %w", err)
+	}
+	im := Imported{Session: id, Events: int64(len(events))}
+	if h != nil {
+		im.Salvaged, im.Damage = h.Salvaged, h.Damage
 	}
 	if _, err := c.Append(ctx, id, 0, events); err != nil {
 		var ce *checkpoint.ConflictError
 		if errors.As(err, &ce) {
-			return id, err
+			return im, fmt.Errorf("import %s: %w: this store already holds a session %s (head %d); nothing was imported: delete that session first, or import into another store", id, ErrExists, id, ce.Actual)
 		}
-		return id, fmt.Errorf("import %s: %w", id, err)
+		return im, fmt.Errorf("import %s: %w", id, err)
 	}
-	return id, nil
+	return im, nil
 }
 
-// decode reads and checks a whole stream.
-func decode(r io.Reader) ([]session.Event, string, error) {
+// ErrExists is wrapped by Import's error when the store already holds a
+// session with the id of the stream's session.
+var ErrExists = errors.New("session already exists")
+
+// decode reads and checks a whole stream; h is its header, nil if it has
+// none.
+func decode(r io.Reader) (events []session.Event, id string, h *header, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var (
-		events []session.Event
-		id     string
-	)
+	headerLine := 0
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, "", fmt.Errorf("read line %d: %w", n, err)
+			return nil, "", nil, fmt.Errorf("read line %d: %w", n, err)
+		}
+		if len(events) == 0 && h == nil && len(bytes.TrimSpace(line)) > 0 {
+			var herr error
+			if h, herr = parseHeader(line); herr != nil {
+				return nil, "", nil, fmt.Errorf("%w: line %d: %v", ErrFormat, n, herr)
+			}
+			if h != nil {
+				headerLine = n
+				line = nil
+			}
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			e, perr := parseLine(line, int64(len(events))+1)
 			if perr != nil {
-				return nil, "", fmt.Errorf("%w: line %d: %v", ErrFormat, n, perr)
+				return nil, "", nil, fmt.Errorf("%w: line %d: %v", ErrFormat, n, perr)
 			}
 			if len(events) == 0 {
 				if id, perr = sessionID(e); perr != nil {
-					return nil, "", fmt.Errorf("%w: line %d: %v", ErrFormat, n, perr)
+					return nil, "", nil, fmt.Errorf("%w: line %d: %v", ErrFormat, n, perr)
 				}
+				if h != nil && h.Session != id {
+					return nil, "", nil, fmt.Errorf("%w: line %d: the session_started event names session %q, but the header (line %d) says %q", ErrFormat, n, id, headerLine, h.Session)
+				}
+			}
+			if h != nil && int64(len(events)) == h.Events {
+				return nil, "", nil, fmt.Errorf("%w: line %d: more events than the %d the header (line %d) announces", ErrFormat, n, h.Events, headerLine)
 			}
 			events = append(events, e)
 		}
@@ -166,10 +252,13 @@ func decode(r io.Reader) ([]session.Event, string, error) {
 			break
 		}
 	}
-	if len(events) == 0 {
-		return nil, "", fmt.Errorf("%w: the stream holds no events; export a session with jsonl.Export first", ErrFormat)
+	if h != nil && int64(len(events)) < h.Events {
+		return nil, "", nil, fmt.Errorf("%w: the stream ends after %d of the %d events its header (line %d) announces: it was cut short (a partial copy?); nothing was imported; export the session again", ErrFormat, len(events), h.Events, headerLine)
 	}
-	return events, id, nil
+	if len(events) == 0 {
+		return nil, "", nil, fmt.Errorf("%w: the stream holds no events; export a session with jsonl.Export first", ErrFormat)
+	}
+	return events, id, h, nil
 }
 
 // parseLine decodes one line that should hold the event with seq want.

@@ -71,8 +71,8 @@ func TestRoundTrip(t *testing.T) {
 	want := sampleLog("s1")
 	src := store(t, "s1", want)
 	out := export(t, src, "s1")
-	if n := bytes.Count(out, []byte("\n")); n != len(want) {
-		t.Fatalf("export wrote %d lines for %d events:\n%s", n, len(want), out)
+	if n := bytes.Count(out, []byte("\n")); n != len(want)+1 {
+		t.Fatalf("export wrote %d lines for %d events and the header:\n%s", n, len(want), out)
 	}
 	dst := store(t, "", nil)
 	id, err := jsonl.Import(t.Context(), dst, bytes.NewReader(out))
@@ -113,8 +113,11 @@ func TestLineFormat(t *testing.T) {
 		{8, `{"v":1,"seq":8,"type":"x_null","time":"2026-11-30T21:10:07.123456789Z","data":null}`},
 		{9, `{"v":1,"seq":9,"type":"x_empty","time":"2026-11-30T21:10:08.123456789Z"}`},
 	}
+	if want := `{"v":1,"export":{"session":"s1","head":10,"events":10}}`; lines[0] != want {
+		t.Errorf("header line:\n got %s\nwant %s", lines[0], want)
+	}
 	for _, tc := range cases {
-		if got := lines[tc.line-1]; got != tc.want {
+		if got := lines[tc.line]; got != tc.want {
 			t.Errorf("line %d:\n got %s\nwant %s", tc.line, got, tc.want)
 		}
 	}
@@ -125,9 +128,8 @@ func TestImportExisting(t *testing.T) {
 	out := export(t, store(t, "s1", log), "s1")
 	dst := store(t, "s1", log[:2])
 	_, err := jsonl.Import(t.Context(), dst, bytes.NewReader(out))
-	var ce *checkpoint.ConflictError
-	if !errors.As(err, &ce) || ce.Actual != 2 {
-		t.Fatalf("import over an existing session: %v, want a conflict with head 2", err)
+	if !errors.Is(err, jsonl.ErrExists) || checkpoint.IsConflict(err) || !strings.Contains(err.Error(), "already holds a session s1 (head 2)") {
+		t.Fatalf("import over an existing session: %v, want ErrExists naming the session and its head, not a conflict", err)
 	}
 	got, _ := checkpoint.ReadAll(t.Context(), dst, "s1")
 	if len(got) != 2 {
@@ -136,8 +138,10 @@ func TestImportExisting(t *testing.T) {
 }
 
 func TestImportMalformed(t *testing.T) {
+	// The event lines of a stream without a header, as exports were
+	// written before it: each line stands on its own.
 	good := string(export(t, store(t, "s1", sampleLog("s1")[:3]), "s1"))
-	lines := strings.SplitAfter(good, "\n")
+	lines := strings.SplitAfter(good, "\n")[1:]
 	first, second, third := lines[0], lines[1], lines[2]
 	cases := []struct {
 		name     string
