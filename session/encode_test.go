@@ -35,7 +35,13 @@ func goldenEvents() map[string]Event {
 		"turn_completed":        ev(7, TypeTurnCompleted, TurnCompleted{StopReason: "end_turn", Usage: Usage{InputTokens: 200, OutputTokens: 50}}),
 		"turn_interrupted":      ev(8, TypeTurnInterrupted, TurnInterrupted{Reason: "cancelled"}),
 		"recovery_acknowledged": ev(9, TypeRecoveryAcknowledged, RecoveryAcknowledged{Tokens: []string{"rv-0123456789ab"}, CallIDs: []string{"call_2"}}),
-		"restored":              ev(10, TypeRestored, Restored{Session: "s1", ToSeq: 1, Fork: "s2", Files: map[string]string{"auth.go": "abc", "new.go": ""}, NotUndone: []string{"call_3"}}),
+		"project_context":       ev(11, TypeProjectContext, ProjectContext{Text: "# Environment\n\nWorking directory: /work/app\n", Files: []ContextFile{{Path: "/work/app/AGENTS.md", Scope: ScopeProject, Bytes: 1048576, Cut: true}}}),
+		"compaction":            ev(12, TypeCompaction, Compaction{ThroughSeq: 11, Summary: "We refactored auth.go.", Focus: "the tests", Auto: true, Tokens: 25000, Usage: Usage{InputTokens: 25000, OutputTokens: 400, CacheReadTokens: 24000}}),
+		"assistant_message_thinking": ev(13, TypeAssistantMessage, AssistantMessage{
+			Blocks:     []Block{{Type: BlockThinking, Text: "The edit is small.", Signature: "c2lnbmF0dXJl"}, {Type: BlockToolUse, ID: "call_4", Name: "read", Input: json.RawMessage(`{"path":"auth.go"}`)}},
+			StopReason: "tool_use", Usage: Usage{InputTokens: 1200, OutputTokens: 30, CacheWriteTokens: 200, CacheReadTokens: 900}, Model: "claude-sonnet-4-6",
+		}),
+		"restored": ev(10, TypeRestored, Restored{Session: "s1", ToSeq: 1, Fork: "s2", Files: map[string]string{"auth.go": "abc", "new.go": ""}, NotUndone: []string{"call_3"}}),
 	}
 }
 

@@ -26,6 +26,12 @@ const (
 	TypeTurnInterrupted      Type = "turn_interrupted"
 	TypeRecoveryAcknowledged Type = "recovery_acknowledged"
 	TypeRestored             Type = "restored"
+	// TypeProjectContext records the project context (environment and
+	// instruction files) the system prompt carried from the first prompt
+	// on; it is written with that prompt and replayed, never re-read.
+	TypeProjectContext Type = "project_context"
+	// TypeCompaction replaces the transcript up to a seq by a summary.
+	TypeCompaction Type = "compaction"
 )
 
 // Event is one entry of a session log. Seq is assigned by the store when the
@@ -79,7 +85,7 @@ func (e Event) Known() bool {
 	switch e.Type {
 	case TypeSessionStarted, TypeUserPrompt, TypeAssistantMessage, TypeToolStarted,
 		TypeFileSnapshot, TypeToolFinished, TypeTurnCompleted, TypeTurnInterrupted,
-		TypeRecoveryAcknowledged, TypeRestored,
+		TypeRecoveryAcknowledged, TypeRestored, TypeProjectContext, TypeCompaction,
 		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished:
 		return true
 	}
@@ -136,6 +142,10 @@ type Block struct {
 	// Tool result fields.
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
+	// Signature is the provider's signature of a thinking block (whose
+	// Text is the thinking, or a redacted block's data); it is sent back
+	// unchanged, as the API requires during tool use.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Block types.
@@ -143,18 +153,35 @@ const (
 	BlockText       = "text"
 	BlockToolUse    = "tool_use"
 	BlockToolResult = "tool_result"
+	// BlockThinking is the model's extended thinking (Anthropic), kept
+	// with its signature so it can be sent back.
+	BlockThinking = "thinking"
+	// BlockRedactedThinking is thinking the provider encrypted: Text holds
+	// its opaque data.
+	BlockRedactedThinking = "redacted_thinking"
 )
 
-// Usage counts tokens of one model call or of a turn.
+// Usage counts tokens of one model call or of a turn. InputTokens counts
+// every input token; CacheWriteTokens and CacheReadTokens are the parts of
+// it written to and read from the provider's prompt cache.
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens,omitempty"`
-	OutputTokens int64 `json:"output_tokens,omitempty"`
+	InputTokens      int64 `json:"input_tokens,omitempty"`
+	OutputTokens     int64 `json:"output_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{
+		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens,
+	}
 }
+
+// Uncached returns the input tokens neither written to nor read from the
+// cache.
+func (u Usage) Uncached() int64 { return u.InputTokens - u.CacheWriteTokens - u.CacheReadTokens }
 
 // ToolStarted is the durable intent to run a tool, written before it runs.
 // A ToolStarted with no matching ToolFinished is a recovery hazard.
@@ -229,4 +256,45 @@ type Restored struct {
 	Files map[string]string `json:"files,omitempty"`
 	// NotUndone lists tool calls whose effects restore could not undo.
 	NotUndone []string `json:"not_undone,omitempty"`
+}
+
+// ProjectContext is the project context a session's system prompt carries:
+// the text added after the agent's own prompt, and the instruction files it
+// was read from.
+type ProjectContext struct {
+	Text  string        `json:"text"`
+	Files []ContextFile `json:"files,omitempty"`
+}
+
+// ContextFile is an instruction file read into a project context.
+type ContextFile struct {
+	Path  string `json:"path"`
+	Scope string `json:"scope"` // ScopeUser or ScopeProject
+	Bytes int64  `json:"bytes"` // the file's size on disk
+	// Cut is set when only the first part of the file was kept.
+	Cut bool `json:"cut,omitempty"`
+}
+
+// Scopes of instruction files.
+const (
+	ScopeUser    = "user"
+	ScopeProject = "project"
+)
+
+// Compaction replaces the transcript of every event up to and including
+// ThroughSeq by Summary, which the model wrote. Replay then gives the model
+// the summary as the conversation's first user message, followed by the
+// events after this one. The events it summarises stay in the log, so a
+// fork or restore to before it sees them whole.
+type Compaction struct {
+	ThroughSeq int64  `json:"through_seq"`
+	Summary    string `json:"summary"`
+	// Focus is what the user asked the summary to keep (/compact FOCUS).
+	Focus string `json:"focus,omitempty"`
+	// Auto is set when the agent compacted because the context was full.
+	Auto bool `json:"auto,omitempty"`
+	// Tokens is the estimated size of the transcript it replaced.
+	Tokens int64 `json:"tokens,omitempty"`
+	// Usage is what the summary request cost.
+	Usage Usage `json:"usage,omitzero"`
 }

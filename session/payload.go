@@ -11,8 +11,8 @@ package session
 var (
 	promptFields   = []string{"text", "background"}
 	messageFields  = []string{"blocks", "stop_reason", "usage", "model"}
-	blockFields    = []string{"type", "text", "id", "name", "input", "tool_use_id", "is_error"}
-	usageFields    = []string{"input_tokens", "output_tokens"}
+	blockFields    = []string{"type", "text", "id", "name", "input", "tool_use_id", "is_error", "signature"}
+	usageFields    = []string{"input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"}
 	startedFields  = []string{"call_id", "tool", "input", "paths", "approval"}
 	snapshotFields = []string{"call_id", "path", "existed", "mode", "content", "digest"}
 	finishedFields = []string{"call_id", "tool", "output", "is_error", "denied", "files", "untracked"}
@@ -141,6 +141,8 @@ func (s *scanner) block(b *Block) bool {
 			b.ToolUseID, ok = s.string()
 		case name == "is_error":
 			b.IsError, ok = s.bool()
+		case name == "signature":
+			b.Signature, ok = s.string()
 		}
 		return ok
 	})
@@ -175,6 +177,10 @@ func (s *scanner) usage() (Usage, bool) {
 			u.InputTokens, ok = s.int64()
 		case name == "output_tokens":
 			u.OutputTokens, ok = s.int64()
+		case name == "cache_write_tokens":
+			u.CacheWriteTokens, ok = s.int64()
+		case name == "cache_read_tokens":
+			u.CacheReadTokens, ok = s.int64()
 		}
 		return ok
 	})

@@ -49,6 +49,9 @@ const (
 	// NotRun closes a call the model asked for that never started because the
 	// turn was interrupted.
 	NotRun = "This tool call was not run: the turn was interrupted before it started."
+	// CompactedPreamble opens the first message of a compacted transcript,
+	// before the summary.
+	CompactedPreamble = "This conversation was compacted to fit the model's context window: the messages before this point were replaced by the summary below, written by the model. The full history is still in the session log.\n\n"
 )
 
 // State is a session replayed: the fold of its events, applied in seq order.
@@ -73,6 +76,14 @@ type State struct {
 	snapped map[string]bool
 	// slab holds the blocks of assistant messages.
 	slab blockSlab
+	// context is the latest project context recorded, nil for none.
+	context *ProjectContext
+	// compaction is the latest compaction, compactionSeq its event's seq.
+	compaction    *Compaction
+	compactionSeq int64
+	// lastUsage is the usage of the latest assistant message after the
+	// latest compaction.
+	lastUsage Usage
 }
 
 // Replay folds a whole log.
@@ -113,6 +124,7 @@ func (s *State) Apply(e Event) {
 		}
 		s.closeUnanswered(NotRun)
 		s.Usage = s.Usage.Add(p.Usage)
+		s.lastUsage = p.Usage
 		s.messages = append(s.messages, Message{Role: RoleAssistant, Blocks: p.Blocks})
 		for _, b := range p.Blocks {
 			if b.Type == BlockToolUse {
@@ -180,6 +192,24 @@ func (s *State) Apply(e Event) {
 			s.addResult(id, NotRun, true)
 		}
 		s.unanswered = keep
+	case TypeProjectContext:
+		s.Summary.Apply(e)
+		var p ProjectContext
+		if e.Decode(&p) == nil {
+			s.context = &p
+		}
+	case TypeCompaction:
+		s.Summary.Apply(e)
+		var p Compaction
+		if e.Decode(&p) != nil {
+			return
+		}
+		s.Usage = s.Usage.Add(p.Usage)
+		// The agent compacts only between model calls, when every call is
+		// answered; closing any left keeps the transcript valid anyway.
+		s.closeUnanswered(NotRun)
+		s.messages = []Message{{Role: RoleUser, Blocks: []Block{{Type: BlockText, Text: CompactedPreamble + p.Summary}}}}
+		s.compaction, s.compactionSeq, s.lastUsage = &p, e.Seq, Usage{}
 	default:
 		// session_started, turn_completed and types this version does not
 		// know: only the summary reads them.
@@ -236,6 +266,19 @@ func (s *State) dropHazard(callID string) {
 // crash cut them off) are left without results. The slice is the state's:
 // callers must not modify it, and must copy it to keep it past the next Apply.
 func (s *State) Transcript() []Message { return s.messages }
+
+// ProjectContext returns the latest project context recorded, nil when the
+// log has none.
+func (s *State) ProjectContext() *ProjectContext { return s.context }
+
+// Compaction returns the latest compaction and its event's seq; nil and 0
+// when the log has none. The transcript starts from it.
+func (s *State) Compaction() (*Compaction, int64) { return s.compaction, s.compactionSeq }
+
+// LastUsage returns the usage of the latest model call after the latest
+// compaction (the zero Usage when there is none): its InputTokens plus
+// OutputTokens is what the context held after that call.
+func (s *State) LastUsage() Usage { return s.lastUsage }
 
 // Checkpoints returns one checkpoint per user prompt, oldest first
 // (background completion prompts are not checkpoints).

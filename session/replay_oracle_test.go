@@ -36,6 +36,7 @@ func oracleApply(s *State, e Event) {
 		}
 		s.closeUnanswered(NotRun)
 		s.Usage = s.Usage.Add(p.Usage)
+		s.lastUsage = p.Usage
 		s.messages = append(s.messages, Message{Role: RoleAssistant, Blocks: p.Blocks})
 		for _, b := range p.Blocks {
 			if b.Type == BlockToolUse {

@@ -1,0 +1,73 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReplayCompaction: the transcript starts from the latest compaction,
+// checkpoints and usage still cover the whole log, and a prefix that ends
+// before the compaction replays uncompacted.
+func TestReplayCompaction(t *testing.T) {
+	l := newLog().
+		add(TypeProjectContext, ProjectContext{Text: "ctx one"}).
+		add(TypeUserPrompt, UserPrompt{Text: "first"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{use("c1", "read")}, Usage: Usage{InputTokens: 100, OutputTokens: 10}}).
+		add(TypeToolStarted, ToolStarted{CallID: "c1", Tool: "read"}).
+		add(TypeToolFinished, ToolFinished{CallID: "c1", Output: "file text"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{text("done one")}, Usage: Usage{InputTokens: 120, OutputTokens: 5}}).
+		add(TypeTurnCompleted, TurnCompleted{}).
+		add(TypeCompaction, Compaction{ThroughSeq: 8, Summary: "We read the file.", Usage: Usage{InputTokens: 130, OutputTokens: 20}}).
+		add(TypeUserPrompt, UserPrompt{Text: "second"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{{Type: BlockThinking, Text: "hm", Signature: "sig"}, text("done two")}, Usage: Usage{InputTokens: 40, OutputTokens: 6, CacheReadTokens: 30}})
+
+	st := Replay(l.events)
+	want := []Message{
+		{Role: RoleUser, Blocks: []Block{text(CompactedPreamble + "We read the file."), text("second")}},
+		{Role: RoleAssistant, Blocks: []Block{{Type: BlockThinking, Text: "hm", Signature: "sig"}, text("done two")}},
+	}
+	if diff := cmp.Diff(want, st.Transcript()); diff != "" {
+		t.Fatalf("transcript after compaction (-want +got):\n%s", diff)
+	}
+	if c, seq := st.Compaction(); c == nil || seq != 9 || c.ThroughSeq != 8 {
+		t.Fatalf("Compaction() = %+v, %d; want through 8 at seq 9", c, seq)
+	}
+	if got := len(st.Checkpoints()); got != 2 {
+		t.Fatalf("%d checkpoints, want both prompts'", got)
+	}
+	if want := (Usage{InputTokens: 390, OutputTokens: 41, CacheReadTokens: 30}); st.Usage != want {
+		t.Fatalf("usage %+v, want %+v (the summary request counts)", st.Usage, want)
+	}
+	if want := (Usage{InputTokens: 40, OutputTokens: 6, CacheReadTokens: 30}); st.LastUsage() != want {
+		t.Fatalf("last usage %+v, want %+v", st.LastUsage(), want)
+	}
+	if pc := st.ProjectContext(); pc == nil || pc.Text != "ctx one" {
+		t.Fatalf("project context %+v", pc)
+	}
+
+	// A fork or restore to before the compaction sees every message.
+	before := Replay(l.events[:8])
+	if got := len(before.Transcript()); got != 4 {
+		t.Fatalf("prefix before the compaction has %d messages, want 4 (prompt, call, result, answer)", got)
+	}
+	if c, _ := before.Compaction(); c != nil {
+		t.Fatal("a prefix without the compaction event reports one")
+	}
+}
+
+// TestReplayCompactionClosesOpenCalls: a compaction taken while a call had
+// no result (which the agent never does) still leaves a transcript the APIs
+// accept: no result for a call the transcript no longer holds.
+func TestReplayCompactionClosesOpenCalls(t *testing.T) {
+	l := newLog().
+		add(TypeUserPrompt, UserPrompt{Text: "go"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{use("c1", "read")}}).
+		add(TypeCompaction, Compaction{ThroughSeq: 3, Summary: "S"}).
+		add(TypeToolFinished, ToolFinished{CallID: "c1", Output: "late"})
+	st := Replay(l.events)
+	want := []Message{{Role: RoleUser, Blocks: []Block{text(CompactedPreamble + "S")}}}
+	if diff := cmp.Diff(want, st.Transcript()); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
