@@ -21,6 +21,7 @@ const (
 	KindRead Kind = "read" // only reads: runs without approval
 	KindEdit Kind = "edit" // changes files it names: needs approval ("edit")
 	KindExec Kind = "exec" // runs commands, may change anything: needs approval ("bash")
+	KindMCP  Kind = "mcp"  // a tool of an MCP server, which may do anything: needs approval ("mcp")
 )
 
 // Spec describes a tool to the model and to the approval policy.
@@ -29,6 +30,13 @@ type Spec struct {
 	Description string
 	InputSchema json.RawMessage // a JSON Schema object
 	Kind        Kind
+	// Server names the MCP server that provides the tool; "" for the
+	// agent's own tools.
+	Server string
+	// ReadOnly is set when the tool declares that it only reads (an MCP
+	// read-only annotation). It is the server's claim: an approval rule may
+	// allow such tools, nothing allows them by default.
+	ReadOnly bool
 }
 
 // Call is one invocation of a tool.
