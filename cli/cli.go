@@ -71,6 +71,7 @@ type config struct {
 	sessions                                         bool
 	to                                               int64
 	force                                            bool
+	salvage                                          bool // --salvage: with --export, the events that verify
 	acknowledge                                      multi
 
 	provider, model, baseURL string
@@ -128,6 +129,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.force, "force", false, "with --restore: overwrite files changed since the session left them")
 	fs.StringVar(&c.deleteSession, "delete-session", "", "delete session `ID` and its private data")
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
+	fs.BoolVar(&c.salvage, "salvage", false, "with --export: write the events of a damaged log that verify, marked as salvaged, for --import")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
 	fs.Var(&c.acknowledge, "acknowledge", "with --resume: acknowledge the interrupted tool call with review `TOKEN` (repeatable)")
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
@@ -184,6 +186,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--restore ID needs --to SEQ (list them with --checkpoints ID)")
 	case c.force && c.restore == "":
 		return nil, usagef("--force goes with --restore")
+	case c.salvage && c.export == "":
+		return nil, usagef("--salvage goes with --export ID")
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
 	case len(given) == 1 && c.resume == "" && c.prompt != "":
@@ -224,7 +228,7 @@ func Main(ctx context.Context, args []string, std IO) int {
 		return ExitUsage
 	}
 	err = run(ctx, c, std)
-	return report(err, std.Stderr)
+	return report(withHint(err, c), std.Stderr)
 }
 
 // report prints err on one line and maps it to an exit status.

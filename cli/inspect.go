@@ -264,6 +264,9 @@ func exportSession(ctx context.Context, c *config, std IO) error {
 		if err != nil {
 			return err
 		}
+		if c.salvage {
+			return salvageSession(ctx, c, e, id, std)
+		}
 		return jsonl.Export(ctx, e.store, id, std.Stdout)
 	})
 }

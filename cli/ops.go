@@ -89,9 +89,13 @@ func importSession(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer store.Close()
-	id, err := jsonl.Import(ctx, store, r)
+	im, err := jsonl.ImportStream(ctx, store, r)
 	if err != nil {
 		return err
 	}
-	return writeJSON(std.Stdout, map[string]any{"imported": id})
+	out := map[string]any{"imported": im.Session, "events": im.Events}
+	if im.Salvaged {
+		out["salvaged"], out["damage"] = true, im.Damage
+	}
+	return writeJSON(std.Stdout, out)
 }

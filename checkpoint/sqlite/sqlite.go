@@ -95,7 +95,10 @@ const (
 	sqliteFull     = 13
 	sqliteCantOpen = 14
 	sqliteProtocol = 15
-	sqliteNotADB   = 26
+
+	sqliteReadOnlyRecovery = sqliteReadOnly | 1<<8
+	sqliteReadOnlyCantInit = sqliteReadOnly | 5<<8
+	sqliteNotADB           = 26
 )
 
 // explain adds what to do to the SQLite errors a user can act on.
@@ -122,14 +125,22 @@ func code(err error) int {
 	return 0
 }
 
-// isBusy reports whether err is a lock held by another connection. The WAL
-// locking protocol error (SQLITE_PROTOCOL) counts: SQLite returns it when
-// its own retries lost a race for the WAL index, as happens while another
-// connection recovers the WAL of a process that was killed, and trying
-// again after a moment succeeds.
+// isBusy reports whether err is a lock held by another connection. Three
+// errors of the WAL index count too, because they pass once another
+// connection has recovered the WAL a killed process left: the locking
+// protocol error (SQLITE_PROTOCOL, SQLite's own retries lost a race for
+// the WAL index), and, for a read-only connection, SQLITE_READONLY_RECOVERY
+// and SQLITE_READONLY_CANTINIT (the WAL index needs a recovery or an
+// initialization it may not do itself).
 func isBusy(err error) bool {
-	c := code(err) & 0xff
-	return c == sqliteBusy || c == sqliteLocked || c == sqliteProtocol
+	full := code(err)
+	switch c := full & 0xff; {
+	case c == sqliteBusy || c == sqliteLocked || c == sqliteProtocol:
+		return true
+	case full == sqliteReadOnlyRecovery || full == sqliteReadOnlyCantInit:
+		return true
+	}
+	return false
 }
 
 // retry calls f until it does not fail with a lock held by another
