@@ -19,6 +19,10 @@
 // need data to outlive Close (reopening, several OS processes) run only for
 // backends marked Persistent.
 //
+// RunCrash kills a writer process the number of times its caller asks (CI
+// uses 50); the -torture flag of the test binary makes it 1,000 (see
+// TortureKills).
+//
 // Some checks need other OS processes. The suite re-executes the test binary
 // with environment variables naming a role, a location and a
 // session; Main sees them and plays that role with Backend.Open instead of

@@ -3,6 +3,7 @@ package checkpointtest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -16,6 +17,16 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
+// torture is the -torture flag of every test binary that runs the crash
+// test: RunCrash then kills TortureKills times, whatever its caller asks
+// for. CI keeps the caller's count; run it on demand with
+//
+//	go test -run Crash -timeout 0 ./checkpoint/file ./checkpoint/sqlite ./checkpoint/postgres -torture
+var torture = flag.Bool("torture", false, fmt.Sprintf("crash tests: SIGKILL the writer %d times per backend instead of the count CI uses", TortureKills))
+
+// TortureKills is how many kills the crash test makes with -torture.
+const TortureKills = 1000
+
 // killsPerSession is how many kills one session takes before the crash test
 // moves to the next: enough for torn tails to pile up in one log, few enough
 // that reading the log back stays cheap.
@@ -28,17 +39,23 @@ const killsPerSession = 10
 // acknowledged is there with the same data, that everything read earlier is
 // unchanged, that no torn event is visible (every event decodes and seqs are
 // contiguous), and that a new Append at the head succeeds. It is skipped for
-// backends that are not persistent.
+// backends that are not persistent. With the -torture flag it kills
+// TortureKills times instead.
 func RunCrash(t *testing.T, b Backend, kills int) {
 	t.Helper()
 	if !b.Persistent {
 		t.Skipf("%s is not persistent", b.Name)
 	}
+	timeout := 10 * time.Minute
+	if *torture {
+		kills, timeout = TortureKills, 3*time.Hour
+	}
+	began := time.Now()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	loc := b.NewLocation(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	// known holds, per session, the digest of every event seen so far, by seq.
 	known := make(map[string][]string)
@@ -87,7 +104,7 @@ func RunCrash(t *testing.T, b Backend, kills int) {
 			t.Fatalf("final read of %s: %v", id, err)
 		}
 	}
-	t.Logf("%d kills, %d events acknowledged by killed children", kills, events)
+	t.Logf("%s: %d kills, %d events acknowledged by killed children, 0 torn or lost (every check passed), %v", b.Name, kills, events, time.Since(began).Round(time.Second))
 }
 
 // parseAcks reads the child's "<seq> <digest>" lines.
