@@ -165,6 +165,9 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 	if st.Summary.Kind != "" {
 		return fmt.Errorf("resume %s: it is a %s log, not a conversation", id, st.Summary.Kind)
 	}
+	if err := a.checkResumable(ctx, id, st); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.id, a.head, a.state, a.jobLog = id, st.Summary.Head, st, *jl
 	clear(a.allowed)

@@ -71,6 +71,7 @@ type config struct {
 	sessions                                         bool
 	to                                               int64
 	force                                            bool
+	retarget                                         bool // --retarget: move the session to this workdir on purpose
 	acknowledge                                      multi
 
 	provider, model, baseURL string
@@ -126,6 +127,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.fork, "fork", "", "copy session `ID` (up to --to, default all) into a new session")
 	fs.Int64Var(&c.to, "to", 0, "the checkpoint `SEQ` for --restore and --fork, as --checkpoints prints it")
 	fs.BoolVar(&c.force, "force", false, "with --restore: overwrite files changed since the session left them")
+	fs.BoolVar(&c.retarget, "retarget", false, "with --resume or --restore: move the session to this run's workdir on purpose (recorded in its log) instead of refusing a session of another workdir")
 	fs.StringVar(&c.deleteSession, "delete-session", "", "delete session `ID` and its private data")
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
@@ -184,6 +186,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--restore ID needs --to SEQ (list them with --checkpoints ID)")
 	case c.force && c.restore == "":
 		return nil, usagef("--force goes with --restore")
+	case c.retarget && c.restore == "" && c.resume == "":
+		return nil, usagef("--retarget goes with --resume or --restore")
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
 	case len(given) == 1 && c.resume == "" && c.prompt != "":
