@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
@@ -365,8 +366,11 @@ func (a *Agent) putBack(s session.FileSnapshot) error {
 			return err
 		}
 	}
+	if err := loc.CheckWritable(); err != nil {
+		return err
+	}
 	mode := fs.FileMode(s.Mode & 0o7777)
-	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, mode)
 	if err != nil {
 		return err
 	}

@@ -246,6 +246,11 @@ func run(ctx context.Context, c *config, std IO) error {
 	if c.demo {
 		return runDemo(ctx, c, std)
 	}
+	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" {
+		var stop context.CancelFunc
+		ctx, stop = cancelOnInterrupt(ctx, std.Interrupt)
+		defer stop()
+	}
 	switch {
 	case c.sessions:
 		return listSessions(ctx, c, std)
