@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
@@ -46,6 +47,11 @@ func (a *Agent) Fork(ctx context.Context, id string, seq int64) (string, error) 
 	}
 	if seq < 1 || seq > head {
 		return "", fmt.Errorf("fork %s: seq %d is outside the log (1 to %d); list checkpoints to pick one", id, seq, head)
+	}
+	if seq != head {
+		if err := checkRestorePoint(id, events, seq); err != nil {
+			return "", err
+		}
 	}
 	fork := NewSessionID()
 	if err := a.copyLog(ctx, fork, id, events[:seq], nil); err != nil {
@@ -153,9 +159,26 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
+	if err := a.checkWorkdir(session.Summarize(id, events)); err != nil {
+		return nil, err
+	}
+	// A restore_started at the end is this restore's own claim, left by a
+	// run that was cut off: the log it rewinds is the one before the claim.
+	claim, claimed, err := restoreClaim(events)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", id, err)
+	}
+	if claimed {
+		if claim.ToSeq != seq {
+			return nil, fmt.Errorf("restore %s: a restore to checkpoint %d was cut off; re-run it (to %d) to finish it first", id, claim.ToSeq, claim.ToSeq)
+		}
+		events = events[:len(events)-1]
+	}
 	head := int64(len(events))
-	if seq < 1 || seq > head {
-		return nil, fmt.Errorf("restore %s: seq %d is outside the log (1 to %d); list checkpoints to pick one", id, seq, head)
+	if seq != head { // at the head there is nothing to undo (a repeated restore)
+		if err := checkRestorePoint(id, events, seq); err != nil {
+			return nil, err
+		}
 	}
 	plan, err := planRestore(events, seq)
 	if err != nil {
@@ -174,14 +197,14 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		res.Files = append(res.Files, FileChange{Path: p, Action: action})
 		snap, err := a.snapshot("restore", p)
 		if err != nil {
-			return nil, fmt.Errorf("restore %s: read %s: %w", id, p, err)
+			return nil, fmt.Errorf("restore %s: read %s: %w; nothing was written", id, p, err)
 		}
 		current[p] = snap
 		if snap.Digest != plan.last[p] && snap.Digest != plan.target[p].Digest {
 			res.Drift = append(res.Drift, p)
 		}
 	}
-	if o.DryRun || seq == head {
+	if o.DryRun || (seq == head && !claimed) {
 		return res, nil
 	}
 	// The log as it was, and the files as they are now, are kept in a fork
@@ -196,7 +219,21 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
 	if len(res.Drift) > 0 && !o.Force && !rerun {
+		if claimed {
+			// Cut off before the undo fork: no file was written yet.
+			if _, err := a.store.Truncate(ctx, id, head, head+1); err != nil {
+				return res, fmt.Errorf("restore %s: drop the claim of the cut-off restore: %w", id, err)
+			}
+		}
 		return res, &DriftError{Session: id, Files: res.Drift}
+	}
+	// Claim the session before any file is touched: a writer that still
+	// holds the old head now loses with a conflict, and one that got in
+	// first makes this append fail, with nothing written.
+	if !claimed {
+		if err := a.claimRestore(ctx, id, head, seq, undo); err != nil {
+			return res, err
+		}
 	}
 	if !rerun {
 		// The files as the restore finds them (the state at the head), then
@@ -205,13 +242,13 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		for _, p := range paths {
 			extra = append(extra, mustEvent(session.TypeFileSnapshot, current[p]))
 		}
-		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}}
+		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}, NotUndone: plan.notUndone}
 		for _, p := range paths {
 			restored.Files[p] = plan.target[p].Digest
 		}
 		extra = append(extra, mustEvent(session.TypeRestored, restored))
 		if err := a.copyLog(ctx, undo, id, events, extra); err != nil && !checkpoint.IsConflict(err) {
-			return nil, fmt.Errorf("restore %s: keep the log for undo: %w", id, err)
+			return nil, fmt.Errorf("restore %s: keep the log for undo: %w (no file was written; re-run the restore to finish it)", id, err)
 		}
 	}
 	res.UndoSession, res.UndoSeq = undo, head
@@ -220,20 +257,23 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	// make them durable with one sync before the log forgets the tail.
 	var written []string
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("restore %s: %w after %d of %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written), len(paths))
+		}
 		if current[p].Digest == plan.target[p].Digest && current[p].Existed == plan.target[p].Existed &&
 			(!current[p].Existed || current[p].Mode == plan.target[p].Mode) {
 			continue // already as it was at the checkpoint
 		}
 		if err := a.putBack(plan.target[p]); err != nil {
-			return res, fmt.Errorf("restore %s: %s: %w (re-run the restore to finish; it is safe to repeat)", id, p, err)
+			return res, fmt.Errorf("restore %s: %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, p, err, len(written))
 		}
 		written = append(written, p)
 	}
 	if err := a.syncFiles(written); err != nil {
 		return res, fmt.Errorf("restore %s: sync the restored files: %w (re-run the restore to finish; it is safe to repeat)", id, err)
 	}
-	if _, err := a.store.Truncate(ctx, id, seq, head); err != nil {
-		return res, fmt.Errorf("restore %s: truncate the log: %w", id, err)
+	if _, err := a.store.Truncate(ctx, id, seq, head+1); err != nil {
+		return res, fmt.Errorf("restore %s: truncate the log: %w; %d file(s) were already put back (re-run the restore to finish; it is safe to repeat)", id, err, len(written))
 	}
 	if a.SessionID() == id {
 		st, jl, err := a.replay(ctx, id)
@@ -256,6 +296,7 @@ type restorePlan struct {
 
 func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}}
+	var open []string // calls started after seq that never finished
 	for _, e := range events {
 		switch e.Type {
 		case session.TypeFileSnapshot:
@@ -269,11 +310,20 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 				}
 			}
 			p.last[s.Path] = s.Digest
+		case session.TypeToolStarted:
+			var st session.ToolStarted
+			if err := e.Decode(&st); err != nil {
+				return p, err
+			}
+			if e.Seq > seq {
+				open = append(open, st.Tool+" "+st.CallID)
+			}
 		case session.TypeToolFinished:
 			var f session.ToolFinished
 			if err := e.Decode(&f); err != nil {
 				return p, err
 			}
+			open = slices.DeleteFunc(open, func(c string) bool { return c == f.Tool+" "+f.CallID })
 			for path, d := range f.Files {
 				p.last[path] = d
 			}
@@ -289,6 +339,9 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 				p.last[path] = d
 			}
 		}
+	}
+	for _, c := range open {
+		p.notUndone = append(p.notUndone, c+" (interrupted: its outcome is unknown)")
 	}
 	return p, nil
 }
@@ -313,8 +366,11 @@ func (a *Agent) putBack(s session.FileSnapshot) error {
 			return err
 		}
 	}
+	if err := loc.CheckWritable(); err != nil {
+		return err
+	}
 	mode := fs.FileMode(s.Mode & 0o7777)
-	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, mode)
 	if err != nil {
 		return err
 	}

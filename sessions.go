@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -165,6 +164,9 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 	if st.Summary.Kind != "" {
 		return fmt.Errorf("resume %s: it is a %s log, not a conversation", id, st.Summary.Kind)
 	}
+	if err := a.checkResumable(ctx, id, st); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.id, a.head, a.state, a.jobLog = id, st.Summary.Head, st, *jl
 	clear(a.allowed)
@@ -307,19 +309,17 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 }
 
 // readFile reads a path (as tool.Root.Rel returns it) through the confined
-// root and returns its content and permission bits.
+// root and returns its content and permission bits. Anything that is not a
+// regular file (a directory, a FIFO, a device) is an error, found without
+// blocking.
 func readFile(root *tool.Root, rel string) ([]byte, uint32, error) {
 	loc, err := root.Locate(rel)
 	if err != nil {
 		return nil, 0, err
 	}
-	fi, err := loc.FS.Stat(loc.Name)
+	data, fi, err := loc.ReadRegular()
 	if err != nil {
 		return nil, 0, err
 	}
-	if fi.IsDir() {
-		return nil, 0, &fs.PathError{Op: "read", Path: rel, Err: errors.New("is a directory")}
-	}
-	data, err := loc.FS.ReadFile(loc.Name)
-	return data, uint32(fi.Mode().Perm()), err
+	return data, uint32(fi.Mode().Perm()), nil
 }

@@ -72,6 +72,7 @@ type config struct {
 	to                                               int64
 	force                                            bool
 	salvage                                          bool // --salvage: with --export, the events that verify
+	retarget                                         bool // --retarget: move the session to this workdir on purpose
 	acknowledge                                      multi
 
 	provider, model, baseURL string
@@ -127,6 +128,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.fork, "fork", "", "copy session `ID` (up to --to, default all) into a new session")
 	fs.Int64Var(&c.to, "to", 0, "the checkpoint `SEQ` for --restore and --fork, as --checkpoints prints it")
 	fs.BoolVar(&c.force, "force", false, "with --restore: overwrite files changed since the session left them")
+	fs.BoolVar(&c.retarget, "retarget", false, "with --resume or --restore: move the session to this run's workdir on purpose (recorded in its log) instead of refusing a session of another workdir")
 	fs.StringVar(&c.deleteSession, "delete-session", "", "delete session `ID` and its private data")
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.BoolVar(&c.salvage, "salvage", false, "with --export: write the events of a damaged log that verify, marked as salvaged, for --import")
@@ -188,6 +190,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--force goes with --restore")
 	case c.salvage && c.export == "":
 		return nil, usagef("--salvage goes with --export ID")
+	case c.retarget && c.restore == "" && c.resume == "":
+		return nil, usagef("--retarget goes with --resume or --restore")
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
 	case len(given) == 1 && c.resume == "" && c.prompt != "":
@@ -245,6 +249,11 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func run(ctx context.Context, c *config, std IO) error {
 	if c.demo {
 		return runDemo(ctx, c, std)
+	}
+	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" {
+		var stop context.CancelFunc
+		ctx, stop = cancelOnInterrupt(ctx, std.Interrupt)
+		defer stop()
 	}
 	switch {
 	case c.sessions:

@@ -75,12 +75,13 @@ func runTUI(ctx context.Context, c *config, std IO, fs FullScreen) error {
 			e.close()
 			return err
 		}
-		if e, err = switchWorkdir(ctx, c, e, id); err != nil {
+		if err := retargetIfAsked(ctx, c, e, id, std.Stderr); err != nil {
+			e.close()
 			return err
 		}
 		if err := e.agent.Resume(ctx, id); err != nil {
 			e.close()
-			return err
+			return workdirHint(err)
 		}
 		if len(c.acknowledge) > 0 {
 			if err := e.agent.Acknowledge(ctx, c.acknowledge...); err != nil {

@@ -604,7 +604,7 @@ func describePlan(w io.Writer, plan *liteagent.RestoreResult) {
 		fmt.Fprintf(w, "  changed since the session left it: %s\n", d)
 	}
 	for _, n := range plan.NotUndone {
-		fmt.Fprintf(w, "  cannot undo (ran a command): %s\n", n)
+		fmt.Fprintf(w, "  cannot undo (a command ran, or a call was cut off): %s\n", n)
 	}
 }
 

@@ -10,43 +10,32 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
 )
 
-// withSession opens a writable agent in the workdir session handle was
-// recorded in, resolves the handle and runs fn.
+// withSession opens a writable agent in this run's workdir (never the one
+// the session recorded), resolves the handle and runs fn.
 func withSession(ctx context.Context, c *config, handle string, fn func(e *env, id string) error) error {
 	e, err := newAgent(ctx, c, "", false, false)
 	if err != nil {
 		return err
 	}
+	defer e.close()
 	id, err := e.agent.FindSession(ctx, handle)
 	if err != nil {
-		e.close()
 		return err
 	}
-	info, err := e.agent.SessionInfo(ctx, id)
-	if err != nil {
-		e.close()
-		return err
-	}
-	if info.Workdir != "" && info.Workdir != e.agent.Workdir() {
-		if fi, serr := os.Stat(info.Workdir); serr == nil && fi.IsDir() {
-			e.close()
-			if e, err = newAgent(ctx, c, info.Workdir, false, false); err != nil {
-				return err
-			}
-		}
-	}
-	defer e.close()
 	return fn(e, id)
 }
 
 func restoreSession(ctx context.Context, c *config, std IO) error {
 	return withSession(ctx, c, c.restore, func(e *env, id string) error {
+		if err := retargetIfAsked(ctx, c, e, id, std.Stderr); err != nil {
+			return err
+		}
 		res, err := e.agent.Restore(ctx, id, c.to, &liteagent.RestoreOptions{Force: c.force})
 		if res != nil {
 			describePlan(std.Stderr, res)
 		}
 		if err != nil {
-			return err
+			return workdirHint(err)
 		}
 		if res.UndoSession != "" {
 			fmt.Fprintf(std.Stderr, "to undo: lite-agent --session-db %s --restore %s --to %d\n", c.sessionDB, res.UndoSession, res.UndoSeq)

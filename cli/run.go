@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,8 +16,8 @@ import (
 )
 
 // openSession builds the agent for a run that talks to the model and, with
-// --resume, loads the session (in the workdir it was recorded in) and
-// records the acknowledgements given.
+// --resume, loads the session (only if it belongs to this run's workdir, or
+// --retarget moves it here) and records the acknowledgements given.
 func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 	e, err := newAgent(ctx, c, "", false, true)
 	if err != nil {
@@ -32,12 +31,13 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 		e.close()
 		return nil, err
 	}
-	if e, err = switchWorkdir(ctx, c, e, id); err != nil {
+	if err := retargetIfAsked(ctx, c, e, id, std.Stderr); err != nil {
+		e.close()
 		return nil, err
 	}
 	if err := e.agent.Resume(ctx, id); err != nil {
 		e.close()
-		return nil, err
+		return nil, workdirHint(err)
 	}
 	if len(c.acknowledge) > 0 {
 		if err := e.agent.Acknowledge(ctx, c.acknowledge...); err != nil {
@@ -51,25 +51,6 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 		return nil, &liteagent.HazardError{Session: id, Hazards: hz}
 	}
 	return e, nil
-}
-
-// switchWorkdir reopens the agent in the workdir session id was recorded
-// in, when that differs from this run's and still exists, so its tools and
-// restores act on the right files.
-func switchWorkdir(ctx context.Context, c *config, e *env, id string) (*env, error) {
-	info, err := e.agent.SessionInfo(ctx, id)
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	if info.Workdir == "" || info.Workdir == e.agent.Workdir() {
-		return e, nil
-	}
-	if fi, err := os.Stat(info.Workdir); err != nil || !fi.IsDir() {
-		return e, nil
-	}
-	e.close()
-	return newAgent(ctx, c, info.Workdir, false, true)
 }
 
 // oneShotApproval allows the kinds of tools --allow names and denies the

@@ -96,11 +96,15 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 func exitCode(err error) int {
 	var ue *UsageError
 	var he *liteagent.HazardError
+	var nc *liteagent.NotCheckpointError
+	var re *liteagent.RestoringError
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &nc):
 		return ExitUsage
+	case errors.As(err, &re):
+		return ExitConflict
 	case errors.As(err, &he):
 		return ExitHazard
 	case checkpoint.IsConflict(err):

@@ -86,7 +86,8 @@ func (e Event) Known() bool {
 	case TypeSessionStarted, TypeUserPrompt, TypeAssistantMessage, TypeToolStarted,
 		TypeFileSnapshot, TypeToolFinished, TypeTurnCompleted, TypeTurnInterrupted,
 		TypeRecoveryAcknowledged, TypeRestored, TypeProjectContext, TypeCompaction,
-		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished:
+		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished,
+		TypeWorkdirChanged, TypeRestoreStarted:
 		return true
 	}
 	return false

@@ -87,6 +87,10 @@ func (s *Summary) Apply(e Event) {
 		var p JobFinished
 		f.ok = e.Decode(&p) == nil
 		f.job = p.Job
+	case TypeWorkdirChanged:
+		var p WorkdirChanged
+		f.ok = e.Decode(&p) == nil && p.To != ""
+		f.workdir = p.To
 	}
 	s.apply(e, &f)
 }
@@ -101,6 +105,7 @@ type facts struct {
 	callIDs []string       // recovery_acknowledged
 	tokens  []string       // recovery_acknowledged
 	job     string         // job_started, job_finished
+	workdir string         // workdir_changed: the new workdir
 }
 
 // jobEntry is how Summary.Open names a background job that has not ended.
@@ -165,6 +170,12 @@ func (s *Summary) apply(e Event, f *facts) {
 			prefix := "job:" + f.job + ":"
 			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return strings.HasPrefix(id, prefix) })
 		}
+	case TypeWorkdirChanged:
+		if f.ok {
+			s.Workdir = f.workdir
+		}
+	case TypeRestoreStarted:
+		s.Status = StatusRestoring
 	case TypeTurnCompleted:
 		s.Status = StatusCompleted
 	case TypeTurnInterrupted:

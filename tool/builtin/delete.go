@@ -76,6 +76,8 @@ func (Delete) Run(ctx context.Context, call tool.Call) tool.Result {
 		return tool.Errorf("cannot stat %s: %v", loc.Path, err)
 	case fi.IsDir():
 		return tool.Errorf("%s is a directory; delete only removes files (use bash for directories, which cannot be rewound)", loc.Path)
+	case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0:
+		return tool.Errorf("%s is not a regular file (%s); delete only removes regular files (use bash for others, which cannot be rewound)", loc.Path, fi.Mode().Type())
 	}
 	if err := loc.FS.Remove(loc.Name); err != nil {
 		return tool.Errorf("cannot delete %s: %v", loc.Path, err)

@@ -96,7 +96,7 @@ func (Edit) Run(ctx context.Context, call tool.Call) tool.Result {
 	case fi.Size() > editMaxSize:
 		return tool.Errorf("%s is too large for edit (%s, the limit is %s); use bash (e.g. sed) for it", loc.Path, humanSize(fi.Size()), humanSize(editMaxSize))
 	}
-	data, err := loc.FS.ReadFile(loc.Name)
+	data, _, err := loc.ReadRegular() // never blocks: a FIFO swapped in since the stat is refused
 	if err != nil {
 		return tool.Errorf("cannot read %s: %v", loc.Path, err)
 	}

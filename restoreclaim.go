@@ -1,0 +1,90 @@
+package liteagent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// NotCheckpointError is returned by Restore and Fork for a seq that is not
+// one of the session's checkpoints: rewinding there would cut a turn in
+// half. Valid lists the seqs that are.
+type NotCheckpointError struct {
+	Session string
+	Seq     int64
+	Valid   []int64
+}
+
+func (e *NotCheckpointError) Error() string {
+	seqs := make([]string, len(e.Valid))
+	for i, s := range e.Valid {
+		seqs[i] = strconv.FormatInt(s, 10)
+	}
+	list := strings.Join(seqs, ", ")
+	if list == "" {
+		list = "none: the session has no prompt yet"
+	}
+	return fmt.Sprintf("seq %d of session %s is not a checkpoint (the head just before a prompt), so it would cut a turn in half; its checkpoints are: %s", e.Seq, e.Session, list)
+}
+
+// restorePoints returns the seqs a session can be rewound to: its
+// checkpoints and, in the undo fork a restore left, the head before that
+// restore (where the fork's copy of the old log ends).
+func restorePoints(id string, events []session.Event) []int64 {
+	st := session.Replay(events)
+	var pts []int64
+	for _, cp := range st.Checkpoints() {
+		pts = append(pts, cp.Seq)
+	}
+	if parent := st.Summary.Parent; parent != nil {
+		for _, e := range events[min(int(parent.Seq), len(events)):] {
+			var r session.Restored
+			if e.Type == session.TypeRestored && e.Decode(&r) == nil && r.Fork == id {
+				pts = append(pts, parent.Seq)
+				break
+			}
+		}
+	}
+	slices.Sort(pts)
+	return slices.Compact(pts)
+}
+
+// checkRestorePoint refuses a seq that is not a restore point of the log.
+func checkRestorePoint(id string, events []session.Event, seq int64) error {
+	pts := restorePoints(id, events)
+	if slices.Contains(pts, seq) {
+		return nil
+	}
+	return &NotCheckpointError{Session: id, Seq: seq, Valid: pts}
+}
+
+// restoreClaim returns the restore_started event that ends the log, if any.
+func restoreClaim(events []session.Event) (session.RestoreStarted, bool, error) {
+	var c session.RestoreStarted
+	if len(events) == 0 || events[len(events)-1].Type != session.TypeRestoreStarted {
+		return c, false, nil
+	}
+	if err := events[len(events)-1].Decode(&c); err != nil {
+		return c, false, err
+	}
+	return c, true, nil
+}
+
+// claimRestore appends restore_started at head: from then on the session is
+// the restore's until its truncation removes the claim. A writer that got in
+// first makes it fail with a conflict, and nothing was written.
+func (a *Agent) claimRestore(ctx context.Context, id string, head, seq int64, undo string) error {
+	ev := mustEvent(session.TypeRestoreStarted, session.RestoreStarted{ToSeq: seq, Head: head, Undo: undo, Workdir: a.root.Dir()})
+	if _, err := a.store.Append(ctx, id, head, []session.Event{ev}); err != nil {
+		if checkpoint.IsConflict(err) {
+			return fmt.Errorf("restore %s: the session was written by another agent or process while the restore read it; no file was written (run the restore again once it is idle): %w", id, err)
+		}
+		return fmt.Errorf("restore %s: claim the session: %w; no file was written", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+//go:build unix
+
+package tool
+
+import "syscall"
+
+// openNonblock makes opening a FIFO or a device return at once.
+const openNonblock = syscall.O_NONBLOCK
