@@ -64,6 +64,13 @@ type Options struct {
 	MaxModelCalls int
 	// MaxTokens caps each model response (0: the provider's default).
 	MaxTokens int
+	// ProjectContext replaces how the project context (environment and
+	// instruction files) is built; nil means DefaultContext. It is built
+	// once per session and recorded in its log.
+	ProjectContext ContextFunc
+	// NoProjectContext leaves the project context out: the system prompt
+	// is System alone.
+	NoProjectContext bool
 }
 
 // DefaultSystemPrompt is the system prompt used when Options.System is empty.

@@ -128,7 +128,7 @@ func TestMultiTurnWithToolsOverHTTP(t *testing.T) {
 				t.Fatalf("second turn %+v", res2)
 			}
 			checkServer(t, srv)
-			want := "session_started user_prompt assistant_message tool_started file_snapshot tool_finished assistant_message turn_completed user_prompt assistant_message turn_completed"
+			want := "session_started project_context user_prompt assistant_message tool_started file_snapshot tool_finished assistant_message turn_completed user_prompt assistant_message turn_completed"
 			if got := strings.Join(types(t, store, res.Session), " "); got != want {
 				t.Fatalf("log:\n got %s\nwant %s", got, want)
 			}
@@ -255,7 +255,7 @@ func TestCancelMidTool(t *testing.T) {
 	if _, err := a.Send(ctx, "block"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send = %v", err)
 	}
-	want := "session_started user_prompt assistant_message tool_started tool_finished turn_interrupted"
+	want := "session_started project_context user_prompt assistant_message tool_started tool_finished turn_interrupted"
 	if got := strings.Join(types(t, store, a.SessionID()), " "); got != want {
 		t.Fatalf("log:\n got %s\nwant %s", got, want)
 	}

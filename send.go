@@ -85,7 +85,11 @@ func (a *Agent) turnLocked(ctx context.Context, prompt string, background bool) 
 			return nil, err
 		}
 	}
-	if err := a.append(ctx, mustEvent(session.TypeUserPrompt, session.UserPrompt{Text: prompt, Background: background})); err != nil {
+	start, cerr := a.contextEvents(ctx, st)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if err := a.append(ctx, append(start, mustEvent(session.TypeUserPrompt, session.UserPrompt{Text: prompt, Background: background}))...); err != nil {
 		return nil, err
 	}
 	if !background {
@@ -147,7 +151,7 @@ func (a *Agent) callModel(ctx context.Context) (provider.Response, error) {
 	msgs := st.Transcript()
 	req := provider.Request{
 		Model:     a.opts.Model,
-		System:    a.opts.System,
+		System:    a.systemPrompt(st),
 		Messages:  msgs[:len(msgs):len(msgs)],
 		Tools:     a.specs,
 		MaxTokens: a.opts.MaxTokens,

@@ -258,6 +258,9 @@ type Info struct {
 	Checkpoints []session.Checkpoint `json:"checkpoints"`
 	Hazards     []session.Hazard     `json:"hazards"`
 	Usage       session.Usage        `json:"usage"`
+	// InstructionFiles are the instruction files the recorded project
+	// context was read from, in the order the model was given them.
+	InstructionFiles []session.ContextFile `json:"instruction_files"`
 }
 
 // SessionInfo reads a session's log and returns its saved state,
@@ -271,7 +274,11 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	hz := append(slices.Clone(st.Hazards()), a.jobHazards(id, jl.open)...)
-	return &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage}, nil
+	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage}
+	if pc := st.ProjectContext(); pc != nil {
+		info.InstructionFiles = pc.Files
+	}
+	return info, nil
 }
 
 // DeleteSession removes a session's log and what is private to it: its

@@ -151,6 +151,9 @@ type infoJSON struct {
 	// session's private list.
 	TaskList string         `json:"task_list,omitempty"`
 	Tasks    []session.Task `json:"tasks"`
+	// InstructionFiles are the AGENTS.md / CLAUDE.md files the session's
+	// system prompt was built from.
+	InstructionFiles []session.ContextFile `json:"instruction_files"`
 }
 
 type checkpointJSON struct {
@@ -208,7 +211,7 @@ func sessionInfo(ctx context.Context, c *config, std IO) error {
 			ID: info.ID, Revision: info.Head, Messages: info.Messages, Workspace: info.Namespace, Workdir: info.Workdir,
 			Model: info.Model, Status: info.Status, Title: info.Title, Created: info.Created, Updated: info.Updated,
 			Parent: info.Parent, Usage: info.Usage, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
-			TaskList: tasks.Name, Tasks: tasks.Tasks,
+			TaskList: tasks.Name, Tasks: tasks.Tasks, InstructionFiles: nonNil(info.InstructionFiles),
 		})
 	})
 }
@@ -269,4 +272,12 @@ func exportSession(ctx context.Context, c *config, std IO) error {
 		}
 		return jsonl.Export(ctx, e.store, id, std.Stdout)
 	})
+}
+
+// nonNil makes an empty list print as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

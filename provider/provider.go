@@ -26,11 +26,18 @@ type Request struct {
 	Messages  []Message
 	Tools     []ToolSpec
 	MaxTokens int // 0: the provider's default
+	// ThinkingBudget, when positive, enables extended thinking with this
+	// many tokens (Anthropic); the response's thinking blocks, with their
+	// signatures, are to be sent back in later requests unchanged.
+	ThinkingBudget int
+	// ReasoningEffort ("low", "medium", "high") is sent to
+	// OpenAI-compatible servers that take it; "" sends none.
+	ReasoningEffort string
 }
 
 // Response is the model's complete answer to one Request.
 type Response struct {
-	Blocks     []session.Block // text and tool_use blocks, complete
+	Blocks     []session.Block // thinking, text and tool_use blocks, complete
 	StopReason string          // normalised: "end_turn", "tool_use", "max_tokens", or the provider's own word
 	Usage      session.Usage
 	Model      string // the model that answered, as the server names it
@@ -39,7 +46,7 @@ type Response struct {
 // Delta is a piece of a response as it streams.
 type Delta struct {
 	Index int    // the content block it belongs to
-	Kind  string // DeltaText or DeltaToolInput
+	Kind  string // DeltaText, DeltaThinking or DeltaToolInput
 	Text  string // the text, or a fragment of a tool call's JSON input
 	Name  string // for the first DeltaToolInput of a block: the tool's name
 }
@@ -47,6 +54,7 @@ type Delta struct {
 // Delta kinds.
 const (
 	DeltaText      = "text"
+	DeltaThinking  = "thinking"
 	DeltaToolInput = "tool_input"
 )
 

@@ -35,9 +35,16 @@ type proc struct {
 // start runs lite-agent with args in workdir against the fake model.
 func start(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, srv, workdir, nil, args...)
+}
+
+// startEnv is start with extra environment variables.
+func startEnv(t testing.TB, srv *fakemodel.Server, workdir string, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"--workdir", workdir}, args...)...)
 	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=",
-		"HOME="+t.TempDir(), "XDG_STATE_HOME=")
+		"HOME="+t.TempDir(), "XDG_STATE_HOME=", "XDG_CONFIG_HOME=")
+	cmd.Env = append(cmd.Env, env...)
 	if srv != nil {
 		cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+srv.URL())
 	}
@@ -53,7 +60,13 @@ func start(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) 
 // run runs lite-agent to completion and returns its exit status.
 func run(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) (int, string, string) {
 	t.Helper()
-	p := start(t, srv, workdir, args...)
+	return runEnv(t, srv, workdir, nil, args...)
+}
+
+// runEnv is run with extra environment variables.
+func runEnv(t testing.TB, srv *fakemodel.Server, workdir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	p := startEnv(t, srv, workdir, env, args...)
 	err := p.cmd.Wait()
 	var ee *exec.ExitError
 	code := 0

@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -27,14 +28,32 @@ func anthropicFrames(p *plan) []frame {
 			"stop_sequence": nil,
 			"usage": map[string]any{
 				"input_tokens":                p.usage.InputTokens,
-				"cache_creation_input_tokens": 0,
-				"cache_read_input_tokens":     0,
+				"cache_creation_input_tokens": p.usage.CacheCreationInputTokens,
+				"cache_read_input_tokens":     p.usage.CacheReadInputTokens,
 				"output_tokens":               1,
 			},
 		},
 	})
 	add(frameHead, "ping", map[string]any{"type": "ping"})
 	index := 0
+	if p.thinking != "" {
+		add(frameHead, "content_block_start", map[string]any{
+			"type": "content_block_start", "index": index,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""},
+		})
+		for _, piece := range split(p.thinking, p.chunk) {
+			add(frameDelta, "content_block_delta", map[string]any{
+				"type": "content_block_delta", "index": index,
+				"delta": map[string]any{"type": "thinking_delta", "thinking": piece},
+			})
+		}
+		add(frameDelta, "content_block_delta", map[string]any{
+			"type": "content_block_delta", "index": index,
+			"delta": map[string]any{"type": "signature_delta", "signature": signature(p.thinking)},
+		})
+		add(frameHead, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
 	if p.reply.Text != "" {
 		add(frameHead, "content_block_start", map[string]any{
 			"type": "content_block_start", "index": index,
@@ -120,12 +139,11 @@ func anthropicErrorMessage(kind, model string) string {
 
 // anthropicErrorBody is an error response body or error event.
 func anthropicErrorBody(errType, message, requestID string) []byte {
-	b, _ := json.Marshal(map[string]any{
+	return marshalPlain(map[string]any{
 		"type":       "error",
 		"error":      map[string]any{"type": errType, "message": message},
 		"request_id": requestID,
 	})
-	return b
 }
 
 // sse encodes one server-sent event.
@@ -143,4 +161,14 @@ func sse(event string, data any) []byte {
 	out = append(out, "data: "...)
 	out = append(out, b...)
 	return append(out, '\n', '\n')
+}
+
+// marshalPlain encodes v as JSON without escaping <, > and &, as the real
+// APIs write their error messages ("… tokens > 200000 maximum").
+func marshalPlain(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // maps of strings always encode
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

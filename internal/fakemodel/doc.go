@@ -42,7 +42,7 @@
 //	        {"id": "toolu_1", "name": "write", "input": {"path": "a.txt", "content": "hi"}}
 //	      ],
 //	      "stop_reason": "tool_use",          // default: tool_use with tool calls, else end_turn
-//	      "usage": {"input_tokens": 10, "output_tokens": 5}, // default: estimated from sizes
+//	      "usage": {"input_tokens": 10, "output_tokens": 5}, // default: estimated (below)
 //	      "delay_ms": 0,                      // before the first byte
 //	      "delta_delay_ms": 0,                // between deltas
 //	      "chunk_size": 5,                    // characters per delta
@@ -53,6 +53,31 @@
 //	  ],
 //	  "when_done": "error"                    // or "repeat_last"
 //	}
+//
+// Script-wide settings sit beside "replies":
+//
+//	"context_window": 30000,                 // tokens; larger requests get the API's "prompt is too long" 400
+//	"summary": {"marker": "…", "text": "…"}  // answers summary requests (their last user message holds marker) at any point
+//
+// and a reply may carry "thinking": "…", streamed (when the request enables
+// extended thinking) as a thinking block with a signature; see thinking.go
+// for the checks made on thinking sent back.
+//
+// # Tokens and the prompt cache
+//
+// Tokens are estimated deterministically: a request's input is a quarter of
+// its body's bytes (rounded up), a reply's output a quarter of its text,
+// thinking and tool inputs. Anthropic requests are cached by the API's rule:
+// the cached prefix is the longest prefix, ending at or before the last
+// cache_control breakpoint, that an earlier request to the same server
+// wrote at one of its breakpoints (tools, then system blocks, then message
+// blocks, compared without their cache_control fields); the request writes
+// its prefix up to its last breakpoint. Usage then reports
+// cache_read_input_tokens, cache_creation_input_tokens and, as input_tokens,
+// the rest. OpenAI requests are cached as OpenAI does by itself: the
+// longest prefix any earlier request sent, in steps of 128 tokens from 1024
+// on, reported as usage.prompt_tokens_details.cached_tokens. Nothing
+// expires.
 //
 // (Comments are for this page only: scripts are plain JSON, and unknown
 // fields are errors.) testdata/example.json shows every field.

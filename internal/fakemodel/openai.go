@@ -1,7 +1,5 @@
 package fakemodel
 
-import "encoding/json"
-
 // The OpenAI Chat Completions streaming format: server-sent events with
 // only "data:" lines, each a chat.completion.chunk object, ended by
 // "data: [DONE]".
@@ -54,11 +52,7 @@ func openAIFrames(p *plan) []frame {
 			"model":              p.model,
 			"system_fingerprint": "fp_fakemodel",
 			"choices":            []any{},
-			"usage": map[string]any{
-				"prompt_tokens":     p.usage.InputTokens,
-				"completion_tokens": p.usage.OutputTokens,
-				"total_tokens":      p.usage.InputTokens + p.usage.OutputTokens,
-			},
+			"usage":              openAIUsage(p.usage),
 		}
 		fs = append(fs, frame{kind: frameTail, data: sse("", c)})
 	}
@@ -108,6 +102,17 @@ func openAIErrorBody(errType, code, message string) []byte {
 	if code != "" {
 		e["code"] = code
 	}
-	b, _ := json.Marshal(map[string]any{"error": e})
-	return b
+	return marshalPlain(map[string]any{"error": e})
+}
+
+// openAIUsage is a usage object as Chat Completions reports it: the prompt
+// tokens include the cached ones, which prompt_tokens_details counts.
+func openAIUsage(u Usage) map[string]any {
+	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	return map[string]any{
+		"prompt_tokens":         prompt,
+		"completion_tokens":     u.OutputTokens,
+		"total_tokens":          prompt + u.OutputTokens,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheReadInputTokens},
+	}
 }

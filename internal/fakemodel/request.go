@@ -18,6 +18,27 @@ type view struct {
 	lastUser     string            // the text of the last user message that has text
 	toolResults  map[string]string // tool call id → result text
 	tools        []string
+	// segs is the request's prompt as the prompt cache sees it.
+	segs []segment
+	// thinking is set when the request enables extended thinking
+	// (Anthropic).
+	thinking bool
+	// lastAssistant holds the blocks of the last assistant message and
+	// thinkingBlocks every thinking block sent (Anthropic), for the checks
+	// the API makes on thinking.
+	lastAssistant  []sentBlock
+	lastAssistantN int // its index among the messages
+	thinkingBlocks []sentBlock
+}
+
+// sentBlock is a content block of a request, as the thinking checks read
+// it.
+type sentBlock struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+	msg, idx  int
 }
 
 // textOf reads message content that is either a string or a list of
@@ -70,6 +91,46 @@ func parseAnthropic(body []byte) (view, error) {
 	for _, t := range req.Tools {
 		v.tools = append(v.tools, t.Name)
 	}
+	var raw struct {
+		Tools    []json.RawMessage `json:"tools"`
+		System   json.RawMessage   `json:"system"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Thinking *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+	}
+	_ = json.Unmarshal(body, &raw) // the same body decoded above
+	v.thinking = raw.Thinking != nil && raw.Thinking.Type == "enabled"
+	var sg segmenter
+	for _, t := range raw.Tools {
+		sg.add("tool", t)
+	}
+	for _, b := range blocksOf(raw.System) {
+		sg.add("system", b)
+	}
+	v.lastAssistantN = -1
+	for i, m := range raw.Messages {
+		blocks := blocksOf(m.Content)
+		var sent []sentBlock
+		for j, b := range blocks {
+			sg.add(m.Role, b)
+			var sb sentBlock
+			if json.Unmarshal(b, &sb) == nil {
+				sb.msg, sb.idx = i, j
+				sent = append(sent, sb)
+				if sb.Type == "thinking" {
+					v.thinkingBlocks = append(v.thinkingBlocks, sb)
+				}
+			}
+		}
+		if m.Role == "assistant" {
+			v.lastAssistant, v.lastAssistantN = sent, i
+		}
+	}
+	v.segs = sg.out
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue
@@ -117,6 +178,19 @@ func parseOpenAI(body []byte) (view, error) {
 	}
 	v := view{format: FormatOpenAI, model: req.Model, stream: req.Stream, toolResults: map[string]string{}}
 	v.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	var raw struct {
+		Tools    []json.RawMessage `json:"tools"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &raw) // the same body decoded above
+	var sg segmenter
+	for _, t := range raw.Tools {
+		sg.add("tool", t)
+	}
+	for _, m := range raw.Messages {
+		sg.add("message", m)
+	}
+	v.segs = sg.out
 	for _, t := range req.Tools {
 		v.tools = append(v.tools, t.Function.Name)
 	}

@@ -17,6 +17,24 @@ type Script struct {
 	// script ran out; WhenDoneRepeatLast answers every later request with
 	// the last reply again (for demos).
 	WhenDone string `json:"when_done,omitempty"`
+	// ContextWindow, when positive, is the model's context window in
+	// tokens (estimated as a quarter of the body's bytes): a request over
+	// it is refused with the provider's own "prompt is too long" error
+	// (HTTP 400) and uses no reply.
+	ContextWindow int `json:"context_window,omitempty"`
+	// Summary, when set, answers every request whose last user message
+	// contains Summary.Marker with Summary.Text, without using a reply:
+	// the summary requests of compaction can come at any point of a
+	// script.
+	Summary *SummaryRule `json:"summary,omitempty"`
+}
+
+// SummaryRule answers summary requests.
+type SummaryRule struct {
+	// Marker is text only summary requests carry.
+	Marker string `json:"marker"`
+	// Text is the summary streamed back.
+	Text string `json:"text"`
 }
 
 // What a Server does when the script runs out.
@@ -35,6 +53,10 @@ type Reply struct {
 	Expect *Expect `json:"expect,omitempty"`
 	// Text is streamed first, in several deltas.
 	Text string `json:"text,omitempty"`
+	// Thinking (Anthropic format), when the request enables extended
+	// thinking, is streamed before the text as a thinking block with a
+	// signature.
+	Thinking string `json:"thinking,omitempty"`
 	// ToolCalls follow the text, their input JSON streamed in several deltas.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// StopReason is Anthropic's word for why the message ended: "end_turn"
@@ -71,10 +93,14 @@ type ToolCall struct {
 	Input json.RawMessage `json:"input,omitempty"`
 }
 
-// Usage is a reply's token counts.
+// Usage is a reply's token counts, as Anthropic reports them: InputTokens
+// are the input tokens neither read from nor written to the prompt cache.
+// (OpenAI's prompt_tokens is their sum, and cached_tokens the cache reads.)
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
 }
 
 // Expect is a set of checks on a request. Every check given must hold.
@@ -215,6 +241,12 @@ func (s *Script) Validate() error {
 	}
 	if s.WhenDone == WhenDoneRepeatLast && len(s.Replies) == 0 {
 		return fmt.Errorf("fakemodel: script: when_done %q needs at least one reply", WhenDoneRepeatLast)
+	}
+	if s.ContextWindow < 0 {
+		return errors.New("fakemodel: script: context_window must not be negative (0 means no limit)")
+	}
+	if s.Summary != nil && s.Summary.Marker == "" {
+		return errors.New("fakemodel: script: summary needs a marker: text that only summary requests carry")
 	}
 	for i := range s.Replies {
 		if err := s.Replies[i].validate(); err != nil {

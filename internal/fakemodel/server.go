@@ -59,7 +59,10 @@ type Server struct {
 	served   chan struct{}
 
 	mu       sync.Mutex
-	next     int // the next reply to use
+	next     int               // the next reply to use
+	written  map[[32]byte]bool // prompt-cache prefixes written (Anthropic)
+	seen     map[[32]byte]bool // prompt prefixes sent (OpenAI)
+	thought  map[string]string // tool call id → signature of the thinking before it
 	requests []Request
 	failures []string
 	closed   bool
@@ -88,12 +91,16 @@ func StartWithOptions(script *Script, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("fakemodel: listen on %s: %w", addr, err)
 	}
 	s := &Server{
-		script: Script{Replies: append([]Reply(nil), script.Replies...), WhenDone: script.WhenDone},
-		ln:     ln,
-		url:    "http://" + ln.Addr().String(),
-		log:    opts.Log,
-		served: make(chan struct{}),
+		script:  *script,
+		written: map[[32]byte]bool{},
+		seen:    map[[32]byte]bool{},
+		thought: map[string]string{},
+		ln:      ln,
+		url:     "http://" + ln.Addr().String(),
+		log:     opts.Log,
+		served:  make(chan struct{}),
 	}
+	s.script.Replies = append([]Reply(nil), script.Replies...)
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.served)
@@ -187,6 +194,8 @@ type plan struct {
 	stopReason string
 	usage      Usage
 	chunk      int
+	// thinking is the thinking streamed before the text, "" for none.
+	thinking string
 }
 
 const maxBody = 64 << 20
@@ -244,6 +253,22 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if window := s.script.ContextWindow; window > 0 && tokens(len(body)) > window {
+		entry.Status = http.StatusBadRequest
+		s.record(&entry, "")
+		writeError(w, format, http.StatusBadRequest, FaultContextTooLong, contextError(format, tokens(len(body)), window), entry.Seq)
+		return
+	}
+	s.mu.Lock()
+	complaint := s.checkThinking(v)
+	s.mu.Unlock()
+	if complaint != "" {
+		entry.Status = http.StatusBadRequest
+		s.record(&entry, "fakemodel: the request breaks the API's thinking rules: "+complaint)
+		writeError(w, format, http.StatusBadRequest, FaultBadRequest, complaint, entry.Seq)
+		return
+	}
+
 	reply, index, failure := s.pick(v, body)
 	entry.Reply = index
 	if failure != "" {
@@ -279,6 +304,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	p := newPlan(reply, v, entry.Seq, len(body))
+	s.account(p)
 	var frames []frame
 	if format == FormatAnthropic {
 		frames = anthropicFrames(p)
@@ -349,6 +375,9 @@ func formatOf(path string) string {
 // returns the reply, its 1-based index (0 for none), and a failure message
 // if the request is to be refused.
 func (s *Server) pick(v view, body []byte) (*Reply, int, string) {
+	if sum := s.script.Summary; sum != nil && strings.Contains(v.lastUser, sum.Marker) {
+		return &Reply{Name: "summary", Text: sum.Text}, 0, ""
+	}
 	s.mu.Lock()
 	n := len(s.script.Replies)
 	i := s.next
@@ -400,6 +429,30 @@ func logBody(body []byte) json.RawMessage {
 	return b
 }
 
+// account works out what the reply's request read from and wrote to the
+// prompt cache, unless the script gives the usage, and remembers the
+// thinking that came before the reply's tool calls.
+func (s *Server) account(p *plan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var use cacheUse
+	if p.view.format == FormatAnthropic {
+		use = s.anthropicCache(p.view.segs)
+	} else {
+		use = s.openAICache(p.view.segs)
+	}
+	if p.reply.Usage == nil {
+		p.usage.InputTokens = max(0, p.usage.InputTokens-use.read-use.write)
+		p.usage.CacheReadInputTokens, p.usage.CacheCreationInputTokens = use.read, use.write
+	}
+	if p.reply.Thinking != "" && p.view.thinking && p.view.format == FormatAnthropic {
+		p.thinking = p.reply.Thinking
+		for _, id := range p.toolIDs {
+			s.thought[id] = signature(p.thinking)
+		}
+	}
+}
+
 // newPlan works out the ids, inputs, stop reason and usage of a reply.
 func newPlan(reply *Reply, v view, seq, bodyLen int) *plan {
 	p := &plan{reply: reply, view: v, seq: seq, model: v.model, created: time.Now().Unix(), chunk: reply.ChunkSize}
@@ -411,7 +464,7 @@ func newPlan(reply *Reply, v view, seq, bodyLen int) *plan {
 	} else {
 		p.messageID = fmt.Sprintf("chatcmpl-fake-%04d", seq)
 	}
-	outLen := len(reply.Text)
+	outLen := len(reply.Text) + len(reply.Thinking)
 	for i, tc := range reply.ToolCalls {
 		id := tc.ID
 		if id == "" {
@@ -442,7 +495,7 @@ func newPlan(reply *Reply, v view, seq, bodyLen int) *plan {
 	if reply.Usage != nil {
 		p.usage = *reply.Usage
 	} else {
-		p.usage = Usage{InputTokens: max(1, bodyLen/4), OutputTokens: max(1, outLen/4)}
+		p.usage = Usage{InputTokens: max(1, tokens(bodyLen)), OutputTokens: max(1, tokens(outLen))}
 	}
 	return p
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// RetryBaseDelay is the first wait between retries (it doubles each
 	// time); 0 means provider.DefaultBaseDelay.
 	RetryBaseDelay time.Duration
+	// NoPromptCache sends no cache_control breakpoints, so nothing is
+	// cached (every request pays for its whole prompt).
+	NoPromptCache bool
 }
 
 // Provider streams responses from the Messages API. It is safe for
@@ -62,6 +65,7 @@ type Provider struct {
 	official  bool // requests go to the official API, which needs a key
 	maxTokens int
 	retry     provider.RetryPolicy
+	cache     bool // mark prompt-cache breakpoints
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -111,6 +115,7 @@ func New(opts *Options) (*Provider, error) {
 		official:  strings.EqualFold(u.Host, "api.anthropic.com"),
 		maxTokens: o.MaxTokens,
 		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay},
+		cache:     !o.NoPromptCache,
 	}, nil
 }
 
@@ -149,8 +154,12 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 		case "message_start":
 			resp.Model = ev.Message.Model
 			u := ev.Message.Usage
-			resp.Usage.InputTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-			resp.Usage.OutputTokens = u.OutputTokens
+			resp.Usage = session.Usage{
+				InputTokens:      u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+				OutputTokens:     u.OutputTokens,
+				CacheWriteTokens: u.CacheCreationInputTokens,
+				CacheReadTokens:  u.CacheReadInputTokens,
+			}
 		case "content_block_start":
 			cb := ev.ContentBlock
 			switch cb.Type {
@@ -167,9 +176,19 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 				blocks = append(blocks, &session.Block{Type: session.BlockToolUse, ID: cb.ID, Name: cb.Name})
 				bufs = append(bufs, &strings.Builder{})
 				emit(provider.Delta{Index: len(blocks) - 1, Kind: provider.DeltaToolInput, Name: cb.Name})
+			case "thinking", "redacted_thinking":
+				b := &session.Block{Type: session.BlockThinking, Signature: cb.Signature}
+				text := cb.Thinking
+				if cb.Type == "redacted_thinking" {
+					b.Type, text = session.BlockRedactedThinking, cb.Data
+				}
+				byIndex[ev.Index] = len(blocks)
+				blocks = append(blocks, b)
+				bufs = append(bufs, &strings.Builder{})
+				bufs[len(bufs)-1].WriteString(text)
 			default:
-				// Thinking and server-side tool blocks are not part of a
-				// lite-agent transcript.
+				// Server-side tool blocks are not part of a lite-agent
+				// transcript.
 			}
 		case "content_block_delta":
 			i, ok := byIndex[ev.Index]
@@ -180,6 +199,11 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 			case ev.Delta.Type == "text_delta" && blocks[i].Type == session.BlockText:
 				bufs[i].WriteString(ev.Delta.Text)
 				emit(provider.Delta{Index: i, Kind: provider.DeltaText, Text: ev.Delta.Text})
+			case ev.Delta.Type == "thinking_delta" && blocks[i].Type == session.BlockThinking:
+				bufs[i].WriteString(ev.Delta.Thinking)
+				emit(provider.Delta{Index: i, Kind: provider.DeltaThinking, Text: ev.Delta.Thinking})
+			case ev.Delta.Type == "signature_delta" && blocks[i].Type == session.BlockThinking:
+				blocks[i].Signature += ev.Delta.Signature
 			case ev.Delta.Type == "input_json_delta" && blocks[i].Type == session.BlockToolUse:
 				bufs[i].WriteString(ev.Delta.PartialJSON)
 				if ev.Delta.PartialJSON != "" {
@@ -191,6 +215,7 @@ func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, mod
 			resp.Usage.OutputTokens = ev.Usage.OutputTokens
 			if ev.Usage.JSON.InputTokens.Valid() && ev.Usage.InputTokens > 0 {
 				resp.Usage.InputTokens = ev.Usage.InputTokens + ev.Usage.CacheCreationInputTokens + ev.Usage.CacheReadInputTokens
+				resp.Usage.CacheWriteTokens, resp.Usage.CacheReadTokens = ev.Usage.CacheCreationInputTokens, ev.Usage.CacheReadInputTokens
 			}
 		case "message_stop":
 			stopped = true

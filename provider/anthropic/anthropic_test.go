@@ -103,14 +103,17 @@ func TestTranscriptCarried(t *testing.T) {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
 	body := decode(t, reqs[0].Body)
+	// Breakpoints: the tools, the system prompt and the last two user
+	// messages.
+	const cc = `,"cache_control":{"type":"ephemeral"}`
 	want := map[string]any{
 		"model":      "claude-test",
 		"max_tokens": float64(anthropic.DefaultMaxTokens),
 		"stream":     true,
-		"system":     wire(t, `[{"type":"text","text":"You are a careful agent."}]`),
-		"tools":      wire(t, `[{"name":"write","description":"Write a file.","input_schema":`+schema+`}]`),
+		"system":     wire(t, `[{"type":"text","text":"You are a careful agent."`+cc+`}]`),
+		"tools":      wire(t, `[{"name":"write","description":"Write a file.","input_schema":`+schema+cc+`}]`),
 		"messages": wire(t, `[
-			{"role":"user","content":[{"type":"text","text":"write a.txt"}]},
+			{"role":"user","content":[{"type":"text","text":"write a.txt"`+cc+`}]},
 			{"role":"assistant","content":[
 				{"type":"text","text":"Writing."},
 				{"type":"tool_use","id":"toolu_1","name":"write","input":{"path":"a.txt","content":"x"}},
@@ -119,7 +122,7 @@ func TestTranscriptCarried(t *testing.T) {
 			{"role":"user","content":[
 				{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"wrote 1 byte"}]},
 				{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"outside the workdir"}],"is_error":true},
-				{"type":"text","text":"now list the files"}
+				{"type":"text","text":"now list the files"`+cc+`}
 			]}
 		]`),
 	}

@@ -24,7 +24,7 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
 	}
-	msgs, err := messages(req.Messages)
+	msgs, err := messages(req.Messages, req.ThinkingBudget > 0)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
@@ -41,18 +41,77 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
+	if req.ThinkingBudget > 0 {
+		if req.ThinkingBudget < minThinkingBudget {
+			return sdk.MessageNewParams{}, fmt.Errorf("anthropic: a thinking budget of %d tokens is below the API's minimum of %d", req.ThinkingBudget, minThinkingBudget)
+		}
+		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(req.ThinkingBudget))
+		if params.MaxTokens <= int64(req.ThinkingBudget) {
+			// The budget counts toward max_tokens, which must exceed it.
+			params.MaxTokens = int64(req.ThinkingBudget + maxTokens)
+		}
+	}
+	if p.cache {
+		markCache(&params)
+	}
 	return params, nil
+}
+
+// minThinkingBudget is the smallest thinking budget the API takes.
+const minThinkingBudget = 1024
+
+// markCache puts the prompt-cache breakpoints (at most 4, as the API
+// allows) where successive requests of a session share their prefix: the
+// last tool (caching every tool), the system prompt, the last user message
+// (this request's whole transcript) and the user message before it (where
+// the previous request's breakpoint was, so its cache is found even when
+// many blocks were added since). Nothing else in the request changes turn
+// to turn, so the prefix up to each breakpoint is the same bytes.
+func markCache(params *sdk.MessageNewParams) {
+	cc := sdk.NewCacheControlEphemeralParam()
+	if n := len(params.Tools); n > 0 {
+		if c := params.Tools[n-1].GetCacheControl(); c != nil {
+			*c = cc
+		}
+	}
+	if n := len(params.System); n > 0 {
+		params.System[n-1].CacheControl = cc
+	}
+	marked := 0
+	for i := len(params.Messages) - 1; i >= 0 && marked < 2; i-- {
+		u := params.Messages[i].OfUser
+		if u == nil || len(u.Content) == 0 {
+			continue
+		}
+		if c := u.Content[len(u.Content)-1].GetCacheControl(); c != nil {
+			*c = cc
+			marked++
+		}
+	}
 }
 
 // messages maps the transcript to message params. Empty text blocks are
 // dropped (the API refuses them), and so are messages left with no
 // blocks. In a user message, tool results go first, as the API requires.
-func messages(in []provider.Message) ([]sdk.MessageParam, error) {
+//
+// Thinking blocks are sent back, first in their message and unchanged, when
+// thinking is on (the API requires those of the current tool use); without
+// it they are left out.
+func messages(in []provider.Message, thinking bool) ([]sdk.MessageParam, error) {
 	out := make([]sdk.MessageParam, 0, len(in))
 	for i, m := range in {
 		var results, others []sdk.ContentBlockParamUnion
 		for j, b := range m.Blocks {
 			switch b.Type {
+			case session.BlockThinking, session.BlockRedactedThinking:
+				if !thinking || m.Role != session.RoleAssistant {
+					continue
+				}
+				if b.Type == session.BlockThinking {
+					others = append(others, sdk.NewThinkingBlock(b.Signature, b.Text))
+				} else {
+					others = append(others, sdk.NewRedactedThinkingBlock(b.Text))
+				}
 			case session.BlockText:
 				if b.Text != "" {
 					others = append(others, sdk.NewTextBlock(b.Text))

@@ -35,6 +35,9 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, er
 		Tools:         tools,
 		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
 	}
+	if req.ReasoningEffort != "" {
+		params.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
@@ -96,6 +99,9 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 					content = "Error: " + content
 				}
 				results = append(results, sdk.ToolMessage(content, b.ToolUseID))
+			case session.BlockThinking, session.BlockRedactedThinking:
+				// Another provider's thinking: Chat Completions has no place
+				// for it.
 			default:
 				return nil, fmt.Errorf("openai: message %d, block %d: block type %q is not supported", i+1, j+1, b.Type)
 			}

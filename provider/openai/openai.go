@@ -178,7 +178,10 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 			resp.Model = chunk.Model
 		}
 		if chunk.JSON.Usage.Valid() {
-			resp.Usage = session.Usage{InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens}
+			resp.Usage = session.Usage{
+				InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens,
+				CacheReadTokens: chunk.Usage.PromptTokensDetails.CachedTokens,
+			}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
