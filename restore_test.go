@@ -267,7 +267,11 @@ func TestRestoreListsShellCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkServer(t, srv)
-	res, err := a.Restore(context.Background(), a.SessionID(), 1, nil)
+	cps, err := a.ListCheckpoints(context.Background(), a.SessionID())
+	if err != nil || len(cps) == 0 {
+		t.Fatalf("checkpoints: %v %v", cps, err)
+	}
+	res, err := a.Restore(context.Background(), a.SessionID(), cps[0].Seq, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

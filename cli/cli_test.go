@@ -242,7 +242,7 @@ func TestSessionsLifecycleAndReadOnlyInspection(t *testing.T) {
 	}
 
 	// Restore to before the first prompt removes f.txt, and can be undone.
-	code, out, errs = runCLI(t, work, "", "--session-db", db, "--restore", first.ID, "--to", "1")
+	code, out, errs = runCLI(t, work, "", "--session-db", db, "--restore", first.ID, "--to", itoa(cps[0].Seq))
 	if code != 0 {
 		t.Fatalf("restore: %d %s", code, errs)
 	}
@@ -285,7 +285,7 @@ func TestSessionsLifecycleAndReadOnlyInspection(t *testing.T) {
 	}
 
 	// Fork copies a prefix into a new session.
-	code, out, errs = runCLI(t, work, "", "--session-db", db, "--fork", first.ID, "--to", "1")
+	code, out, errs = runCLI(t, work, "", "--session-db", db, "--fork", first.ID, "--to", itoa(cps[0].Seq))
 	if code != 0 || !strings.Contains(out, `"parent"`) {
 		t.Fatalf("fork: %d %q %q", code, out, errs)
 	}

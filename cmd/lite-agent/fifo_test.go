@@ -48,7 +48,7 @@ func TestFIFOInTheWorkdir(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(work, "a.txt"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs = run(t, nil, work, "--session-db", db, "--restore", id, "--to", "1", "--force")
+	code, _, errs = run(t, nil, work, "--session-db", db, "--restore", id, "--to", firstCheckpoint(t, work, db, id), "--force")
 	if code != 1 || !strings.Contains(errs, "a.txt is not a regular file") || !strings.Contains(errs, "nothing was written") {
 		t.Fatalf("restore over a FIFO: exit %d, %q; want 1 naming a.txt as not a regular file, nothing written", code, errs)
 	}

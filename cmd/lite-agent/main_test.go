@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,6 +138,18 @@ func onlySession(t testing.TB, work, db string) string {
 		t.Fatalf("--sessions: %d %q %q", code, out, errs)
 	}
 	return list[0].ID
+}
+
+// firstCheckpoint returns the seq of session id's first checkpoint, as
+// --checkpoints prints it.
+func firstCheckpoint(t testing.TB, work, db, id string) string {
+	t.Helper()
+	code, out, errs := run(t, nil, work, "--session-db", db, "--checkpoints", id)
+	var cps []struct{ Seq int64 }
+	if code != 0 || json.Unmarshal([]byte(out), &cps) != nil || len(cps) == 0 {
+		t.Fatalf("--checkpoints: %d %q %q", code, out, errs)
+	}
+	return strconv.FormatInt(cps[0].Seq, 10)
 }
 
 // TestKillMidToolLeavesHazard: a SIGKILL while bash runs leaves a hazard
