@@ -143,10 +143,10 @@ func TestManySessionsOneAgentSQLite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// session_started, then user_prompt, assistant_message,
-		// turn_completed per turn.
-		if len(events) != 1+3*turns {
-			t.Fatalf("session %d has %d events, want %d", g, len(events), 1+3*turns)
+		// session_started, project_context, then user_prompt,
+		// assistant_message, turn_completed per turn.
+		if len(events) != 2+3*turns {
+			t.Fatalf("session %d has %d events, want %d", g, len(events), 2+3*turns)
 		}
 		n := 0
 		for i, e := range events {
@@ -270,11 +270,22 @@ func TestOpenSessionWorkdir(t *testing.T) {
 	if !errors.As(err, &we) || we.Recorded != want || we.Workdir != otherCanon || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), otherCanon) {
 		t.Fatalf("opening in another workdir: %v, want a *WorkdirError naming %s and %s", err, want, otherCanon)
 	}
+	if _, err := b.OpenSession(t.Context(), res.Session, &liteagent.SessionOptions{Workdir: recorded}); err != nil {
+		t.Fatalf("naming the recorded workdir: %v", err)
+	}
+	if got := strings.Join(types(t, store, res.Session), " "); strings.Contains(got, "workdir_changed") {
+		t.Fatalf("opening wrote to the log: %s", got)
+	}
 	s2, err := b.OpenSession(t.Context(), res.Session, &liteagent.SessionOptions{Workdir: other, Retarget: true})
 	if err != nil || s2.Workdir() != otherCanon {
 		t.Fatalf("retargeted: %v, workdir %v", err, s2)
 	}
-	if _, err := b.OpenSession(t.Context(), res.Session, &liteagent.SessionOptions{Workdir: recorded}); err != nil {
-		t.Fatalf("naming the recorded workdir: %v", err)
+	// The move is in the log: the session now belongs to the other
+	// directory, and naming the old one is refused.
+	if got := types(t, store, res.Session); got[len(got)-1] != "workdir_changed" {
+		t.Fatalf("the retarget is not recorded: %v", got)
+	}
+	if _, err := b.OpenSession(t.Context(), res.Session, &liteagent.SessionOptions{Workdir: recorded}); !errors.As(err, &we) {
+		t.Fatalf("naming the old workdir after the move: %v", err)
 	}
 }

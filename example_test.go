@@ -110,8 +110,9 @@ func ExampleAgent_NewSession() {
 	fmt.Println(res.Text, "head", res.Head)
 	// Output:
 	// 1 session_started
-	// 2 user_prompt
-	// 3 assistant_message
-	// 4 turn_completed
-	// Hello. head 4
+	// 2 project_context
+	// 3 user_prompt
+	// 4 assistant_message
+	// 5 turn_completed
+	// Hello. head 5
 }

@@ -21,7 +21,7 @@ import (
 // a tool cut off after its intent a hazard), and no file change without
 // its snapshot in the log.
 //
-// The turn's appends, in order: 1 session_started+user_prompt,
+// The turn's appends, in order: 1 session_started+project_context+user_prompt,
 // 2 assistant_message, 3 tool_started+file_snapshot (the intent),
 // 4 tool_finished (the receipt), 5 assistant_message, 6 turn_completed.
 func TestAppendFaultsMidTurn(t *testing.T) {
@@ -35,13 +35,13 @@ func TestAppendFaultsMidTurn(t *testing.T) {
 		hazardous bool
 	}{
 		{name: "intent fails", inject: func(s *faulty.Store) { s.Fail(3) }, want: faulty.ErrInjected,
-			log: "session_started user_prompt assistant_message turn_interrupted"},
+			log: "session_started project_context user_prompt assistant_message turn_interrupted"},
 		{name: "intent conflicts", inject: func(s *faulty.Store) { s.Conflict(3) }, conflict: true,
-			log: "session_started user_prompt assistant_message turn_interrupted"},
+			log: "session_started project_context user_prompt assistant_message turn_interrupted"},
 		{name: "receipt fails", inject: func(s *faulty.Store) { s.Fail(4) }, want: faulty.ErrInjected, written: true, hazardous: true,
-			log: "session_started user_prompt assistant_message tool_started file_snapshot turn_interrupted"},
+			log: "session_started project_context user_prompt assistant_message tool_started file_snapshot turn_interrupted"},
 		{name: "receipt conflicts", inject: func(s *faulty.Store) { s.Conflict(4) }, conflict: true, written: true, hazardous: true,
-			log: "session_started user_prompt assistant_message tool_started file_snapshot turn_interrupted"},
+			log: "session_started project_context user_prompt assistant_message tool_started file_snapshot turn_interrupted"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
