@@ -10,10 +10,8 @@ import (
 	"sync"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
-	"github.com/lite-agent/lite-agent/checkpoint/file"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
 	"github.com/lite-agent/lite-agent/provider"
-	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
 	"github.com/lite-agent/lite-agent/tool/builtin"
 )
@@ -34,8 +32,9 @@ type Options struct {
 	Workdir    string
 	AllowPaths []string
 	// Checkpointer stores sessions. Nil: a file checkpointer under
-	// StateDir(), opened by New and closed by Close. A checkpointer passed
-	// here is the caller's to close, after the agent.
+	// StateDir(), created by the first write (New writes nothing) and
+	// closed by Close. A checkpointer passed here is the caller's to close,
+	// after the agent.
 	Checkpointer checkpoint.Checkpointer
 	// DisableSessions keeps the conversation in memory only: nothing is
 	// written anywhere, and ListSessions, Resume, ListCheckpoints, Restore,
@@ -104,8 +103,12 @@ type ApprovalRequest struct {
 // (the turn was cancelled or the agent closed), dismissing any prompt.
 type ApprovalFunc func(ctx context.Context, req ApprovalRequest) (Decision, error)
 
-// Agent runs turns of one current session at a time. Its methods are safe
-// for concurrent use; Send calls are serialised.
+// Agent holds the configuration (provider, tools, store) and manages
+// stored sessions: list, info, find, fork, restore, delete, events,
+// checkpoints. Conversations are Sessions (NewSession, OpenSession); many
+// run at once on one Agent. For the simple case the agent keeps a current
+// session: Send, Resume and SessionID work on it. Its methods are safe for
+// concurrent use.
 type Agent struct {
 	opts      Options
 	store     checkpoint.Checkpointer
@@ -113,26 +116,18 @@ type Agent struct {
 	persist   bool
 	namespace string
 	root      *tool.Root
-	tools     map[string]tool.Tool
-	specs     []provider.ToolSpec
 	hub       hub
 
 	closing   context.Context // done when Close starts
 	stopAll   context.CancelFunc
-	turn      chan struct{} // one Send at a time
 	inflight  sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 
-	mu           sync.Mutex // guards the fields below
-	id           string
-	head         int64
-	state        *session.State
-	allowed      map[string]bool // tools approved for the session
-	goal         string          // the prompt that started the current work
-	inBackground bool            // the running turn is a background completion turn
-	jobLog       jobLog          // the background jobs of the current session's log
-	isClosed     bool
+	mu       sync.Mutex // guards the fields below
+	cur      *Session   // the current session, nil before the first Send or Resume
+	sessions map[*Session]struct{}
+	isClosed bool
 
 	jobs jobs // background jobs; has its own lock
 }
@@ -165,7 +160,7 @@ func New(opts *Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: o, root: root, turn: make(chan struct{}, 1), tools: map[string]tool.Tool{}, allowed: map[string]bool{}}
+	a := &Agent{opts: o, root: root, sessions: map[*Session]struct{}{}}
 	a.namespace = o.Namespace
 	if a.namespace == "" {
 		a.namespace = root.Dir()
@@ -181,25 +176,12 @@ func New(opts *Options) (*Agent, error) {
 			root.Close()
 			return nil, err
 		}
-		st, err := file.Open(filepath.Join(dir, "sessions"), nil)
-		if err != nil {
-			root.Close()
-			return nil, err
-		}
-		a.store, a.ownStore, a.persist = st, true, true
+		// Opened on first use: New writes nothing.
+		a.store, a.ownStore, a.persist = &lazyStore{dir: filepath.Join(dir, "sessions")}, true, true
 	}
-	tools := o.Tools
-	if tools == nil {
-		tools = builtin.All()
-	}
-	for _, t := range a.withAgentTools(tools) {
-		s := t.Spec()
-		if _, dup := a.tools[s.Name]; dup {
-			a.Close()
-			return nil, fmt.Errorf("two tools are named %q", s.Name)
-		}
-		a.tools[s.Name] = t
-		a.specs = append(a.specs, provider.ToolSpec{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
+	if err := (&Session{a: a}).assembleTools(); err != nil {
+		a.Close()
+		return nil, err
 	}
 	a.closing, a.stopAll = context.WithCancel(context.Background())
 	return a, nil
@@ -218,13 +200,8 @@ func StateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "lite-agent"), nil
 }
 
-// SessionID returns the current session's id, "" before the first Send or
-// Resume.
-func (a *Agent) SessionID() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.id
-}
+// defaultTools is the tool set when Options.Tools is nil.
+func defaultTools() []tool.Tool { return builtin.All() }
 
 // Model returns the model name the agent sends to its provider.
 func (a *Agent) Model() string { return a.opts.Model }
@@ -263,6 +240,12 @@ func (a *Agent) Close() error {
 			errs = append(errs, a.recordAllEnds(running))
 		}
 		a.hub.close()
+		a.mu.Lock()
+		for s := range a.sessions {
+			s.releaseRoot()
+		}
+		clear(a.sessions)
+		a.mu.Unlock()
 		if a.ownStore && a.store != nil {
 			errs = append(errs, a.store.Close())
 		}

@@ -425,3 +425,32 @@ func sessionState(t testing.TB, a *liteagent.Agent) *liteagent.Info {
 	}
 	return info
 }
+
+// TestNewWritesNothing checks New's promise: no file appears in the state
+// directory until the first Send, and listing before then finds nothing
+// and creates nothing either.
+func TestNewWritesNothing(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	_, p := startModel(t, "anthropic", fakemodel.Reply{Text: "hi"})
+	a, err := liteagent.New(&liteagent.Options{Provider: p, Model: "test-model", Workdir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if list, err := a.ListSessions(t.Context()); err != nil || len(list) != 0 {
+		t.Fatalf("ListSessions before any Send: %v, %v", list, err)
+	}
+	if _, err := a.NewSession(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(state); err != nil || len(entries) != 0 {
+		t.Fatalf("the state directory holds %v (%v) before the first Send", entries, err)
+	}
+	if _, err := a.Send(t.Context(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "lite-agent", "sessions")); err != nil {
+		t.Fatalf("no store after the first Send: %v", err)
+	}
+}

@@ -31,7 +31,7 @@ func DefaultContext(ctx context.Context, workdir string) (*session.ProjectContex
 // prompt of st, when the log records none yet (a new session, an old log,
 // or one restored to before its first prompt); nil otherwise or when
 // project context is off.
-func (a *Agent) contextEvents(ctx context.Context, st *session.State) ([]session.Event, error) {
+func (a *Agent) contextEvents(ctx context.Context, st *session.State, workdir string) ([]session.Event, error) {
 	if a.opts.NoProjectContext || st.ProjectContext() != nil {
 		return nil, nil
 	}
@@ -39,7 +39,7 @@ func (a *Agent) contextEvents(ctx context.Context, st *session.State) ([]session
 	if build == nil {
 		build = DefaultContext
 	}
-	pc, err := build(ctx, a.root.Dir())
+	pc, err := build(ctx, workdir)
 	if err != nil {
 		return nil, fmt.Errorf("project context: %w", err)
 	}

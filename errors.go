@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -19,14 +20,16 @@ var (
 	ErrNoProvider = errors.New("no model provider configured (Options.Provider)")
 	// ErrModelCallLimit: a Send used up Options.MaxModelCalls.
 	ErrModelCallLimit = errors.New("the turn reached the limit of model calls per prompt")
+	// ErrSessionClosed: a method was called on a closed Session.
+	ErrSessionClosed = errors.New("session closed")
 	// ErrNoSession: the agent has no current session yet.
 	ErrNoSession = errors.New("no current session: send a prompt or resume a session first")
 )
 
-// HazardError is returned by Send when the current session has tool calls
-// that were cut off while running (the process died): their outcome is
-// unknown. Review them (SessionInfo, or `lite-agent --recovery-info`) and call
-// Acknowledge with their tokens before sending again. Nothing is replayed.
+// HazardError is returned by Send when the session has tool calls that
+// were cut off while running (the process died): their outcome is unknown.
+// Review them (Agent.SessionInfo, Session.Hazards) and call Acknowledge
+// with their tokens before sending again. Nothing is replayed.
 type HazardError struct {
 	Session string
 	Hazards []session.Hazard
@@ -37,8 +40,8 @@ func (e *HazardError) Error() string {
 	for _, h := range e.Hazards {
 		calls = append(calls, fmt.Sprintf("%s %s (token %s)", h.Tool, h.CallID, h.Token))
 	}
-	return fmt.Sprintf("session %s has %d interrupted tool call(s) whose outcome is unknown: %s; review them with --recovery-info %s and acknowledge each token before continuing (tools are never re-run automatically)",
-		e.Session, len(e.Hazards), strings.Join(calls, ", "), e.Session)
+	return fmt.Sprintf("session %s has %d interrupted tool call(s) whose outcome is unknown: %s; they are never re-run automatically, and the session goes on once each token is acknowledged after review",
+		e.Session, len(e.Hazards), strings.Join(calls, ", "))
 }
 
 // LookupError is returned when a session handle matches no session or
@@ -50,7 +53,26 @@ type LookupError struct {
 
 func (e *LookupError) Error() string {
 	if len(e.Candidates) == 0 {
-		return fmt.Sprintf("no session matches %q in this workspace; list them with --sessions", e.Handle)
+		return fmt.Sprintf("no session matches %q in this namespace", e.Handle)
 	}
 	return fmt.Sprintf("%q matches %d sessions (%s); give more of the id", e.Handle, len(e.Candidates), strings.Join(e.Candidates, ", "))
 }
+
+// AppendError is returned when a turn could not append to its session's
+// log; the turn stopped there, and the log holds everything before it. Err
+// is the store's error: a *checkpoint.ConflictError when another agent or
+// process wrote the session at the same time (reopen the session to go on
+// from what it wrote).
+type AppendError struct {
+	Session string
+	Err     error
+}
+
+func (e *AppendError) Error() string {
+	if checkpoint.IsConflict(e.Err) {
+		return fmt.Sprintf("session %s was written by another agent or process at the same time; the turn stopped to keep the log whole: %v", e.Session, e.Err)
+	}
+	return fmt.Sprintf("append to session %s: %v", e.Session, e.Err)
+}
+
+func (e *AppendError) Unwrap() error { return e.Err }

@@ -53,7 +53,7 @@ func TestHazardRefusedUntilAcknowledged(t *testing.T) {
 	}
 	_, err := a.Send(t.Context(), "go on")
 	var he *liteagent.HazardError
-	if !errors.As(err, &he) || !strings.Contains(err.Error(), "--recovery-info") {
+	if !errors.As(err, &he) || !strings.Contains(err.Error(), "acknowledged") || strings.Contains(err.Error(), "--") {
 		t.Fatalf("Send with a hazard = %v", err)
 	}
 	if n := len(srv.Requests()); n != 0 {

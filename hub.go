@@ -7,14 +7,17 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// Update is what subscribers receive: a streaming piece of the model's
-// answer (never persisted), a persisted event, or a notice.
+// Update is what SendOptions.OnUpdate and subscribers receive: a streaming
+// piece of the model's answer (never persisted), a persisted event, or an
+// approval asked. Exactly one field besides Session is set.
 type Update struct {
 	Session string
 	// Delta is set for a streaming piece of the model's answer.
 	Delta *provider.Delta
 	// Event is set for an event just appended to the session log.
 	Event *session.Event
+	// Approval is set when a tool call waits for Options.Approve.
+	Approval *ApprovalRequest
 }
 
 // Subscribe returns a channel of updates and a function that ends the

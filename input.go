@@ -39,8 +39,9 @@ const askUserSchema = `{
   "additionalProperties": false
 }`
 
-// askUser is the ask_user tool: it hands the question to Options.Input.
-type askUser struct{ a *Agent }
+// askUser is the ask_user tool of a session: it hands the question to
+// Options.Input.
+type askUser struct{ s *Session }
 
 func (t askUser) Spec() tool.Spec {
 	return tool.Spec{
@@ -61,10 +62,10 @@ func (t askUser) Run(ctx context.Context, c tool.Call) tool.Result {
 	if err := json.Unmarshal(c.Input, &in); err != nil || strings.TrimSpace(in.Question) == "" {
 		return tool.Errorf("ask_user needs {\"question\": \"...\"}: the question to show the user")
 	}
-	t.a.mu.Lock()
-	background := t.a.inBackground
-	t.a.mu.Unlock()
-	answer, err := t.a.opts.Input(ctx, InputRequest{Session: t.a.SessionID(), CallID: c.ID, Question: in.Question, Choices: in.Choices, Background: background})
+	t.s.mu.Lock()
+	background := t.s.inBackground
+	t.s.mu.Unlock()
+	answer, err := t.s.a.opts.Input(ctx, InputRequest{Session: t.s.id, CallID: c.ID, Question: in.Question, Choices: in.Choices, Background: background})
 	if ctx.Err() != nil {
 		return tool.Errorf("the question was dismissed: the turn was cancelled")
 	}

@@ -49,20 +49,26 @@ const maxKeptResults = 64
 type jobs struct {
 	mu        sync.Mutex
 	closed    bool
-	all       []*job // oldest first
-	open      int    // jobs not processed yet
-	idle      chan struct{}
-	pending   []*job // ended, waiting for the notifier
+	all       []*job        // oldest first
+	changed   chan struct{} // closed and replaced when a job is processed
+	pending   []*job        // ended, waiting for the notifier
 	wake      chan struct{}
 	notifying bool
 	wg        sync.WaitGroup // watchers and the notifier
-	results   []*Result
-	errs      []error
+	results   []jobResult
+}
+
+// jobResult is a completion turn's result or error, kept for WaitJobs.
+type jobResult struct {
+	session string
+	res     *Result
+	err     error
 }
 
 // job is one background job of the agent.
 type job struct {
 	id, session, callID, command, goal string
+	owner                              *Session
 	proc                               *builtin.Job
 	// Guarded by jobs.mu:
 	seen      bool // the model saw the end (job_output after it, job_stop)
@@ -89,6 +95,10 @@ func (a *Agent) Jobs() []JobInfo {
 	a.jobs.mu.Lock()
 	all := slices.Clone(a.jobs.all)
 	a.jobs.mu.Unlock()
+	return a.jobInfos(all)
+}
+
+func (a *Agent) jobInfos(all []*job) []JobInfo {
 	out := make([]JobInfo, 0, len(all))
 	for _, j := range all {
 		st := j.proc.State()
@@ -106,18 +116,39 @@ func (a *Agent) Jobs() []JobInfo {
 // on) and returns ctx's error; Close ends both, and WaitJobs then returns
 // ErrClosed.
 func (a *Agent) WaitJobs(ctx context.Context) ([]*Result, error) {
+	return a.waitJobs(ctx, "")
+}
+
+// waitJobs is WaitJobs for the jobs of session sid, or all with "".
+func (a *Agent) waitJobs(ctx context.Context, sid string) ([]*Result, error) {
 	for {
-		a.jobs.mu.Lock()
-		if a.jobs.open == 0 {
-			res, errs := a.jobs.results, a.jobs.errs
-			a.jobs.results, a.jobs.errs = nil, nil
-			a.jobs.mu.Unlock()
+		t := &a.jobs
+		t.mu.Lock()
+		if !slices.ContainsFunc(t.all, func(j *job) bool { return !j.processed && (sid == "" || j.session == sid) }) {
+			var res []*Result
+			var errs []error
+			t.results = slices.DeleteFunc(t.results, func(r jobResult) bool {
+				if sid != "" && r.session != sid {
+					return false
+				}
+				if r.res != nil {
+					res = append(res, r.res)
+				}
+				if r.err != nil {
+					errs = append(errs, r.err)
+				}
+				return true
+			})
+			t.mu.Unlock()
 			return res, errors.Join(errs...)
 		}
-		idle := a.jobs.idle
-		a.jobs.mu.Unlock()
+		if t.changed == nil {
+			t.changed = make(chan struct{})
+		}
+		changed := t.changed
+		t.mu.Unlock()
 		select {
-		case <-idle:
+		case <-changed:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-a.closing.Done():
@@ -134,10 +165,6 @@ func (t *jobs) add(j *job, notifier func()) error {
 		return ErrClosed
 	}
 	t.all = append(t.all, j)
-	if t.open == 0 {
-		t.idle = make(chan struct{})
-	}
-	t.open++
 	if !t.notifying {
 		t.notifying = true
 		t.wake = make(chan struct{}, 1)
@@ -157,11 +184,10 @@ func (t *jobs) done(js ...*job) {
 			continue
 		}
 		j.processed = true
-		t.open--
 	}
-	if t.open == 0 && t.idle != nil {
-		close(t.idle)
-		t.idle = nil
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
 	}
 	if n := len(t.all) - maxKeptJobs; n > 0 {
 		var keep []*job
@@ -226,17 +252,15 @@ func (t *jobs) running(sid, id string) bool {
 }
 
 // report keeps a completion turn's result or error for WaitJobs.
-func (t *jobs) report(res *Result, err error) {
+func (t *jobs) report(sid string, res *Result, err error) {
+	if res == nil && err == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if res != nil {
-		t.results = append(t.results, res)
-		if n := len(t.results) - maxKeptResults; n > 0 {
-			t.results = slices.Delete(t.results, 0, n)
-		}
-	}
-	if err != nil && len(t.errs) < maxKeptResults {
-		t.errs = append(t.errs, err)
+	t.results = append(t.results, jobResult{session: sid, res: res, err: err})
+	if n := len(t.results) - maxKeptResults; n > 0 {
+		t.results = slices.Delete(t.results, 0, n)
 	}
 }
 
@@ -261,27 +285,24 @@ func (t *jobs) shut() []*job {
 	return out
 }
 
-// jobRunner is the agent as the bash tool's builtin.JobRunner.
-type jobRunner struct{ a *Agent }
+// jobRunner is a session as the bash tool's builtin.JobRunner.
+type jobRunner struct{ s *Session }
 
 var _ builtin.JobRunner = jobRunner{}
 
-// Adopt records the job in the current session's log and watches it. It
-// runs inside the tool call, so inside the turn that holds the log.
+// Adopt records the job in the session's log and watches it. It runs
+// inside the tool call, so inside the turn that holds the log.
 func (r jobRunner) Adopt(ctx context.Context, call tool.Call, pj *builtin.Job) (string, error) {
-	a := r.a
-	a.mu.Lock()
-	sid, goal, n := a.id, a.goal, a.jobLog.started
-	a.mu.Unlock()
-	if sid == "" {
-		return "", ErrNoSession
-	}
-	j := &job{id: fmt.Sprintf("j%d", n+1), session: sid, callID: call.ID, command: pj.Command(), goal: goal, proc: pj}
+	s, a := r.s, r.s.a
+	s.mu.Lock()
+	goal, n := s.goal, s.jobLog.started
+	s.mu.Unlock()
+	j := &job{id: fmt.Sprintf("j%d", n+1), session: s.id, owner: s, callID: call.ID, command: pj.Command(), goal: goal, proc: pj}
 	if err := a.jobs.add(j, a.notifyLoop); err != nil {
 		return "", err
 	}
 	ev := mustEvent(session.TypeJobStarted, session.JobStarted{Job: j.id, CallID: call.ID, Command: j.command, PID: pj.PID()})
-	if err := a.append(ctx, ev); err != nil {
+	if err := s.append(ctx, ev); err != nil {
 		a.jobs.mu.Lock()
 		j.dropped = true
 		a.jobs.mu.Unlock()
@@ -310,35 +331,27 @@ func (a *Agent) notifyLoop() {
 	}
 }
 
-// completeJobs records the ends of the queued jobs and runs a completion
-// turn for those of the current session the model has not seen end. It
-// waits for a running turn to finish first.
+// completeJobs records the ends of the queued jobs, session by session,
+// and runs a completion turn in each live session for the jobs the model
+// has not seen end. It waits for a running turn of the session first.
 func (a *Agent) completeJobs() {
 	ctx, leave, err := a.enter(context.Background())
 	if err != nil {
 		return
 	}
 	defer leave()
-	unlock, err := a.lockTurn(ctx)
-	if err != nil {
-		return
-	}
-	defer unlock()
 	a.jobs.mu.Lock()
 	batch := a.jobs.pending
 	a.jobs.pending = nil
 	a.jobs.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	tell := a.recordEnds(ctx, batch)
-	var res *Result
-	if len(tell) > 0 && a.opts.Provider != nil {
-		res, err = a.turnLocked(ctx, completionPrompt(tell), true)
-		if err != nil {
-			err = fmt.Errorf("background completion turn: %w", err)
+	for _, owner := range ownersOf(batch) {
+		var js []*job
+		for _, j := range batch {
+			if j.owner == owner {
+				js = append(js, j)
+			}
 		}
-		a.jobs.report(res, err)
+		a.completeIn(ctx, owner, js)
 	}
 	if ctx.Err() != nil {
 		// Close records what this batch did not.
@@ -347,43 +360,72 @@ func (a *Agent) completeJobs() {
 	a.jobs.done(batch...)
 }
 
-// recordEnds appends job_finished for each job to its session's log and
-// returns the jobs of the current session the model should be told about.
-// Jobs whose end could not be recorded because the agent is closing are
-// left for Close.
-func (a *Agent) recordEnds(ctx context.Context, batch []*job) []*job {
-	var tell []*job
-	for _, sid := range sessionsOf(batch) {
-		var js []*job
-		var events []session.Event
-		a.jobs.mu.Lock()
-		for _, j := range batch {
-			if j.session == sid && !j.dropped && !j.recorded {
-				js = append(js, j)
-				events = append(events, finishedEvent(j))
-			}
-		}
-		a.jobs.mu.Unlock()
-		if len(events) == 0 {
-			continue
-		}
-		if err := a.appendTo(ctx, sid, events); err != nil {
-			if ctx.Err() == nil {
-				a.jobs.report(nil, fmt.Errorf("record the end of background jobs of session %s: %w", sid, err))
-			}
-			continue
-		}
-		current := sid == a.SessionID()
-		a.jobs.mu.Lock()
-		for _, j := range js {
-			j.recorded = true
-			if current && !j.seen {
-				tell = append(tell, j)
-			}
-		}
-		a.jobs.mu.Unlock()
+// completeIn records the ends of js, jobs of session s, and runs the
+// completion turn when s is live.
+func (a *Agent) completeIn(ctx context.Context, s *Session, js []*job) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	unlock, err := s.lockTurn(ctx)
+	if err != nil {
+		return
 	}
-	return tell
+	defer unlock()
+	live := s.live()
+	tell, err := a.recordEnds(ctx, s, js, live)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.jobs.report(s.id, nil, err)
+		}
+		return
+	}
+	if len(tell) == 0 || !live || a.opts.Provider == nil {
+		return
+	}
+	res, err := s.turnLocked(ctx, completionPrompt(tell), true)
+	if err != nil {
+		err = fmt.Errorf("background completion turn: %w", err)
+	}
+	a.jobs.report(s.id, res, err)
+}
+
+// recordEnds appends job_finished for the jobs of js not recorded yet to
+// session s's log (through its state when live, else at the stored head),
+// and returns those the model should be told about. The caller holds s's
+// turn.
+func (a *Agent) recordEnds(ctx context.Context, s *Session, js []*job, live bool) ([]*job, error) {
+	var rec []*job
+	var events []session.Event
+	a.jobs.mu.Lock()
+	for _, j := range js {
+		if !j.dropped && !j.recorded {
+			rec = append(rec, j)
+			events = append(events, finishedEvent(j))
+		}
+	}
+	a.jobs.mu.Unlock()
+	if len(events) == 0 {
+		return nil, nil
+	}
+	var err error
+	if live {
+		err = s.append(ctx, events...)
+	} else {
+		err = a.appendAt(ctx, s.id, events)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record the end of background jobs of session %s: %w", s.id, err)
+	}
+	var tell []*job
+	a.jobs.mu.Lock()
+	for _, j := range rec {
+		j.recorded = true
+		if !j.seen {
+			tell = append(tell, j)
+		}
+	}
+	a.jobs.mu.Unlock()
+	return tell, nil
 }
 
 // recordAllEnds is Close's part: after every job was stopped and every
@@ -392,32 +434,56 @@ func (a *Agent) recordAllEnds(js []*job) error {
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
 	var errs []error
-	for _, sid := range sessionsOf(js) {
-		var events []session.Event
-		a.jobs.mu.Lock()
+	for _, owner := range ownersOf(js) {
+		var own []*job
 		for _, j := range js {
-			if j.session == sid && !j.dropped && !j.recorded {
-				events = append(events, finishedEvent(j))
+			if j.owner == owner {
+				own = append(own, j)
 			}
 		}
-		a.jobs.mu.Unlock()
-		if len(events) == 0 {
-			continue
-		}
-		if err := a.appendTo(ctx, sid, events); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("record the end of background jobs of session %s: %w", sid, err))
+		if _, err := a.recordEnds(ctx, owner, own, false); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			errs = append(errs, err)
 		}
 	}
 	a.jobs.done(js...)
 	return errors.Join(errs...)
 }
 
-// sessionsOf returns the sessions of js, in order of first appearance.
-func sessionsOf(js []*job) []string {
-	var out []string
+// stopSessionJobs is Session.Close's part: it stops the session's running
+// jobs, waits for them to end and records their ends.
+func (a *Agent) stopSessionJobs(s *Session) error {
+	var js []*job
+	for _, j := range a.jobs.ofSession(s.id) {
+		if j.owner == s {
+			js = append(js, j)
+		}
+	}
 	for _, j := range js {
-		if !slices.Contains(out, j.session) {
-			out = append(out, j.session)
+		j.proc.Stop("its session was closed")
+	}
+	for _, j := range js {
+		<-j.proc.Done()
+	}
+	if len(js) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	unlock, err := s.lockTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, err = a.recordEnds(ctx, s, js, false)
+	return err
+}
+
+// ownersOf returns the sessions of js, in order of first appearance.
+func ownersOf(js []*job) []*Session {
+	var out []*Session
+	for _, j := range js {
+		if !slices.Contains(out, j.owner) {
+			out = append(out, j.owner)
 		}
 	}
 	return out
@@ -432,19 +498,15 @@ func finishedEvent(j *job) session.Event {
 	})
 }
 
-// appendTo appends events to session sid's log: through the current
-// session's state when sid is current (the caller holds the turn), else at
-// the stored head, retrying when another writer moved it.
-func (a *Agent) appendTo(ctx context.Context, sid string, events []session.Event) error {
-	if sid == a.SessionID() {
-		return a.append(ctx, events...)
-	}
+// appendAt appends events to session sid's log at its stored head,
+// retrying when another writer moved it.
+func (a *Agent) appendAt(ctx context.Context, sid string, events []session.Event) error {
 	for attempt := 1; ; attempt++ {
-		s, err := a.store.Head(ctx, sid)
+		h, err := a.store.Head(ctx, sid)
 		if err != nil {
 			return err
 		}
-		if _, err = a.store.Append(ctx, sid, s.Head, events); err == nil || !checkpoint.IsConflict(err) || attempt == 10 {
+		if _, err = a.store.Append(ctx, sid, h.Head, events); err == nil || !checkpoint.IsConflict(err) || attempt == 10 {
 			return err
 		}
 	}
@@ -565,27 +627,6 @@ func (a *Agent) jobHazards(sid string, open []openJob) []session.Hazard {
 			Seq: o.seq, Started: o.time})
 	}
 	return out
-}
-
-// currentHazards returns the current session's recovery hazards: tool
-// calls cut off, and background jobs left running by a process that died.
-func (a *Agent) currentHazards() []session.Hazard {
-	a.mu.Lock()
-	var hz []session.Hazard
-	if a.state != nil {
-		hz = slices.Clone(a.state.Hazards())
-	}
-	sid, open := a.id, slices.Clone(a.jobLog.open)
-	a.mu.Unlock()
-	return append(hz, a.jobHazards(sid, open)...)
-}
-
-// isJobToken reports whether tok is the review token of a background job
-// of the current session's log.
-func (a *Agent) isJobToken(tok string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.ContainsFunc(a.jobLog.open, func(o openJob) bool { return o.token == tok })
 }
 
 // short returns s on one line, cut to n runes.

@@ -14,11 +14,11 @@ import (
 	"github.com/lite-agent/lite-agent/tool/todo"
 )
 
-// withAgentTools returns tools with the agent's own added: the todo tool
-// over the agent's task list, unless a tool is named todo; and, when a
-// builtin.Bash has no job runner, the agent as its runner plus job_output
-// and job_stop (unless tools with those names are given).
-func (a *Agent) withAgentTools(in []tool.Tool) []tool.Tool {
+// withSessionTools returns tools with the session's own added: the todo
+// tool over the session's task list, unless a tool is named todo; and,
+// when a builtin.Bash has no job runner, the session as its runner plus
+// job_output and job_stop (unless tools with those names are given).
+func (s *Session) withSessionTools(in []tool.Tool) []tool.Tool {
 	out := make([]tool.Tool, 0, len(in)+3)
 	names := map[string]bool{}
 	jobs := false
@@ -26,28 +26,28 @@ func (a *Agent) withAgentTools(in []tool.Tool) []tool.Tool {
 		switch b := t.(type) {
 		case builtin.Bash:
 			if b.Jobs == nil {
-				b.Jobs = jobRunner{a}
+				b.Jobs = jobRunner{s}
 				t, jobs = b, true
 			}
 		case *builtin.Bash:
 			if b != nil && b.Jobs == nil {
 				c := *b
-				c.Jobs = jobRunner{a}
+				c.Jobs = jobRunner{s}
 				t, jobs = c, true
 			}
 		}
 		names[t.Spec().Name] = true
 		out = append(out, t)
 	}
-	for _, t := range []tool.Tool{todo.Tool{Store: agentTasks{a}}, jobOutputTool{a}, jobStopTool{a}} {
+	for _, t := range []tool.Tool{todo.Tool{Store: sessionTasks{s}}, jobOutputTool{s}, jobStopTool{s}} {
 		name := t.Spec().Name
 		if names[name] || (!jobs && name != "todo") {
 			continue
 		}
 		out = append(out, t)
 	}
-	if a.opts.Input != nil && !names[AskUserTool] {
-		out = append(out, askUser{a})
+	if s.a.opts.Input != nil && !names[AskUserTool] {
+		out = append(out, askUser{s})
 	}
 	return out
 }
@@ -107,13 +107,13 @@ func parseJobInput(raw json.RawMessage) (jobInput, error) {
 	return out, nil
 }
 
-// job looks up a job of the current session for the model.
-func (a *Agent) jobFor(id string) (*job, tool.Result, bool) {
-	sid := a.SessionID()
+// jobFor looks up a job of the session for the model.
+func (s *Session) jobFor(id string) (*job, tool.Result, bool) {
+	sid := s.id
 	if id == "" {
 		return nil, tool.Errorf("job_id is required, such as \"j1\"; call job_output without it to list the jobs"), false
 	}
-	j := a.jobs.find(sid, id)
+	j := s.a.jobs.find(sid, id)
 	if j == nil {
 		return nil, tool.Errorf("there is no background job %q in this session; call job_output without a job_id to list the jobs", id), false
 	}
@@ -126,7 +126,7 @@ const (
 )
 
 // jobOutputTool shows a background job's output so far.
-type jobOutputTool struct{ a *Agent }
+type jobOutputTool struct{ s *Session }
 
 func (jobOutputTool) Spec() tool.Spec {
 	return tool.Spec{
@@ -151,9 +151,9 @@ func (t jobOutputTool) Run(ctx context.Context, call tool.Call) tool.Result {
 		return tool.Errorf("%v", err)
 	}
 	if in.JobID == "" {
-		return tool.Result{Output: t.a.listJobs()}
+		return tool.Result{Output: t.s.listJobs()}
 	}
-	j, res, ok := t.a.jobFor(in.JobID)
+	j, res, ok := t.s.jobFor(in.JobID)
 	if !ok {
 		return res
 	}
@@ -166,14 +166,14 @@ func (t jobOutputTool) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	st := j.proc.State()
 	if !st.Running {
-		t.a.jobs.markSeen(j)
+		t.s.a.jobs.markSeen(j)
 	}
 	return tool.Result{Output: describeJob(j, st, n)}
 }
 
-// listJobs lists the current session's jobs for the model.
-func (a *Agent) listJobs() string {
-	js := a.jobs.ofSession(a.SessionID())
+// listJobs lists the session's jobs for the model.
+func (s *Session) listJobs() string {
+	js := s.a.jobs.ofSession(s.id)
 	if len(js) == 0 {
 		return "No background jobs in this session."
 	}
@@ -206,7 +206,7 @@ func describeJob(j *job, st builtin.JobState, n int) string {
 }
 
 // jobStopTool stops a background job.
-type jobStopTool struct{ a *Agent }
+type jobStopTool struct{ s *Session }
 
 func (jobStopTool) Spec() tool.Spec {
 	return tool.Spec{
@@ -231,11 +231,11 @@ func (t jobStopTool) Run(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return tool.Errorf("%v", err)
 	}
-	j, res, ok := t.a.jobFor(in.JobID)
+	j, res, ok := t.s.jobFor(in.JobID)
 	if !ok {
 		return res
 	}
-	t.a.jobs.markSeen(j)
+	t.s.a.jobs.markSeen(j)
 	j.proc.Stop("stopped with job_stop")
 	select {
 	case <-j.proc.Done():

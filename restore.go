@@ -149,7 +149,7 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		return nil, err
 	}
 	defer leave()
-	unlock, err := a.lockTurn(ctx)
+	open, unlock, err := a.lockSessions(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 			action = "remove"
 		}
 		res.Files = append(res.Files, FileChange{Path: p, Action: action})
-		snap, err := a.snapshot("restore", p)
+		snap, err := snapshotFile(a.root, "restore", p)
 		if err != nil {
 			return nil, fmt.Errorf("restore %s: read %s: %w; nothing was written", id, p, err)
 		}
@@ -275,14 +275,10 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	if _, err := a.store.Truncate(ctx, id, seq, head+1); err != nil {
 		return res, fmt.Errorf("restore %s: truncate the log: %w; %d file(s) were already put back (re-run the restore to finish; it is safe to repeat)", id, err, len(written))
 	}
-	if a.SessionID() == id {
-		st, jl, err := a.replay(ctx, id)
-		if err != nil {
+	for _, s := range open {
+		if err := s.reload(ctx); err != nil {
 			return res, err
 		}
-		a.mu.Lock()
-		a.head, a.state, a.jobLog = st.Summary.Head, st, *jl
-		a.mu.Unlock()
 	}
 	return res, nil
 }

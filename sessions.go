@@ -12,44 +12,6 @@ import (
 	"github.com/lite-agent/lite-agent/tool"
 )
 
-// lockTurn waits until no turn runs; the returned function releases it.
-func (a *Agent) lockTurn(ctx context.Context) (func(), error) {
-	select {
-	case a.turn <- struct{}{}:
-		return func() { <-a.turn }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// ensureSession creates the current session on first use.
-func (a *Agent) ensureSession(ctx context.Context) error {
-	a.mu.Lock()
-	if a.id != "" {
-		a.mu.Unlock()
-		return nil
-	}
-	a.mu.Unlock()
-	id := NewSessionID()
-	start := mustEvent(session.TypeSessionStarted, session.SessionStarted{
-		ID: id, Namespace: a.namespace, Workdir: a.root.Dir(),
-		Provider: providerName(a), Model: a.opts.Model,
-	})
-	head, err := a.store.Append(ctx, id, 0, []session.Event{start})
-	if err != nil {
-		return fmt.Errorf("create session: %w", err)
-	}
-	start.Seq = head
-	st := &session.State{}
-	st.Apply(start)
-	a.mu.Lock()
-	a.id, a.head, a.state, a.jobLog = id, head, st, jobLog{}
-	clear(a.allowed)
-	a.mu.Unlock()
-	a.hub.publish(Update{Session: id, Event: &start})
-	return nil
-}
-
 func providerName(a *Agent) string {
 	if a.opts.Provider == nil {
 		return ""
@@ -57,46 +19,104 @@ func providerName(a *Agent) string {
 	return a.opts.Provider.Name()
 }
 
-func (a *Agent) current() *session.State {
+// current returns the agent's current session; with create, a new one is
+// made when there is none.
+func (a *Agent) current(create bool) (*Session, error) {
+	a.mu.Lock()
+	s := a.cur
+	a.mu.Unlock()
+	if s != nil || !create {
+		return s, nil
+	}
+	s, err := a.NewSession(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.state
+	if a.cur != nil { // another goroutine got there first
+		go s.Close()
+		return a.cur, nil
+	}
+	a.cur = s
+	return s, nil
+}
+
+// Use makes s the agent's current session, the one Send, SessionID,
+// Hazards and Acknowledge work on; nil makes the next Send start a new
+// one. The session current before is let go: its jobs run on and their
+// ends are recorded, but no completion turn starts in it any more.
+func (a *Agent) Use(s *Session) {
+	a.mu.Lock()
+	old := a.cur
+	a.cur = s
+	a.mu.Unlock()
+	if old != nil && old != s {
+		old.mu.Lock()
+		old.detached = true
+		old.mu.Unlock()
+		a.forget(old)
+	}
+}
+
+// forget drops s from the agent's open sessions.
+func (a *Agent) forget(s *Session) {
+	a.mu.Lock()
+	delete(a.sessions, s)
+	a.mu.Unlock()
+}
+
+// openSessions returns the agent's open sessions with id.
+func (a *Agent) openSessions(id string) []*Session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*Session
+	for s := range a.sessions {
+		if s.id == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// lockSessions takes the turn of every open session with id, so that none
+// runs while its log is rewritten.
+func (a *Agent) lockSessions(ctx context.Context, id string) ([]*Session, func(), error) {
+	ss := a.openSessions(id)
+	var unlocks []func()
+	release := func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}
+	for _, s := range ss {
+		u, err := s.lockTurn(ctx)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		unlocks = append(unlocks, u)
+	}
+	return ss, release, nil
+}
+
+// SessionID returns the current session's id, "" before the first Send or
+// Resume.
+func (a *Agent) SessionID() string {
+	s, _ := a.current(false)
+	if s == nil || s.Head() == 0 {
+		return ""
+	}
+	return s.id
 }
 
 // Head returns the current session's head (its last seq), 0 without one.
-func (a *Agent) Head() int64 { return a.headNow() }
-
-func (a *Agent) headNow() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.head
-}
-
-// append writes events to the current session at its head and folds them
-// into the state. Only the goroutine holding the turn calls it.
-func (a *Agent) append(ctx context.Context, events ...session.Event) error {
-	a.mu.Lock()
-	id, head := a.id, a.head
-	a.mu.Unlock()
-	newHead, err := a.store.Append(ctx, id, head, events)
-	if err != nil {
-		if checkpoint.IsConflict(err) {
-			return fmt.Errorf("session %s is being written by another agent or process at the same time; this turn stopped to keep the log whole (resume the session again to continue): %w", id, err)
-		}
-		return fmt.Errorf("append to session %s: %w", id, err)
+func (a *Agent) Head() int64 {
+	s, _ := a.current(false)
+	if s == nil {
+		return 0
 	}
-	a.mu.Lock()
-	for i := range events {
-		events[i].Seq = head + int64(i) + 1
-		a.state.Apply(events[i])
-		a.jobLog.apply(events[i])
-	}
-	a.head = newHead
-	a.mu.Unlock()
-	for i := range events {
-		a.hub.publish(Update{Session: id, Event: &events[i]})
-	}
-	return nil
+	return s.Head()
 }
 
 // ListSessions lists the sessions of the agent's namespace, most recently
@@ -141,46 +161,17 @@ func (a *Agent) FindSession(ctx context.Context, handle string) (string, error) 
 }
 
 // Resume makes session id the current session: the next Send continues its
-// conversation. A session with recovery hazards loads, but Send refuses to
-// go on until they are acknowledged (see Acknowledge).
+// conversation. A session of another workdir than the agent's is refused
+// with a *WorkdirError (see Retarget), one a restore claimed with a
+// *RestoringError. A session with recovery hazards loads, but Send refuses
+// to go on until they are acknowledged (see Acknowledge).
 func (a *Agent) Resume(ctx context.Context, id string) error {
-	if err := a.requirePersistent(); err != nil {
-		return err
-	}
-	ctx, leave, err := a.enter(ctx)
+	s, err := a.OpenSession(ctx, id, &SessionOptions{Workdir: a.root.Dir()})
 	if err != nil {
 		return err
 	}
-	defer leave()
-	unlock, err := a.lockTurn(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	st, jl, err := a.replay(ctx, id)
-	if err != nil {
-		return err
-	}
-	if st.Summary.Kind != "" {
-		return fmt.Errorf("resume %s: it is a %s log, not a conversation", id, st.Summary.Kind)
-	}
-	if err := a.checkResumable(ctx, id, st); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	a.id, a.head, a.state, a.jobLog = id, st.Summary.Head, st, *jl
-	clear(a.allowed)
-	a.goal = ""
-	a.mu.Unlock()
+	a.Use(s)
 	return nil
-}
-
-// New starts a fresh session on the next Send.
-func (a *Agent) NewSession() {
-	a.mu.Lock()
-	a.id, a.head, a.state, a.goal, a.jobLog = "", 0, nil, "", jobLog{}
-	clear(a.allowed)
-	a.mu.Unlock()
 }
 
 // load replays a session's whole log.
@@ -206,50 +197,21 @@ func (a *Agent) replay(ctx context.Context, id string) (*session.State, *jobLog,
 // Hazards returns the current session's interrupted tool calls, and the
 // background jobs a process that died left running.
 func (a *Agent) Hazards() []session.Hazard {
-	return a.currentHazards()
+	s, _ := a.current(false)
+	if s == nil {
+		return nil
+	}
+	return s.Hazards()
 }
 
-// Acknowledge records that the user reviewed the interrupted tool calls
-// with these review tokens. The model is then told their outcome is unknown
-// and that they were not re-run. An unknown token is an error and nothing
-// is recorded.
+// Acknowledge acknowledges hazards of the current session (see
+// Session.Acknowledge).
 func (a *Agent) Acknowledge(ctx context.Context, tokens ...string) error {
-	ctx, leave, err := a.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	unlock, err := a.lockTurn(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	st := a.current()
-	if st == nil {
+	s, _ := a.current(false)
+	if s == nil || s.Head() == 0 {
 		return ErrNoSession
 	}
-	var ack session.RecoveryAcknowledged
-	hazards := a.currentHazards()
-	for _, tok := range tokens {
-		i := slices.IndexFunc(hazards, func(h session.Hazard) bool { return h.Token == tok })
-		if i < 0 {
-			var known []string
-			for _, h := range hazards {
-				known = append(known, h.Token)
-			}
-			return fmt.Errorf("review token %q does not name an interrupted tool call of session %s (open tokens: %s)", tok, a.SessionID(), strings.Join(known, ", "))
-		}
-		ack.Tokens = append(ack.Tokens, tok)
-		// A background job's call already has its result: only the token
-		// closes the job.
-		if !a.isJobToken(tok) {
-			ack.CallIDs = append(ack.CallIDs, hazards[i].CallID)
-		}
-	}
-	if len(ack.Tokens) == 0 {
-		return errors.New("no review token given")
-	}
-	return a.append(ctx, mustEvent(session.TypeRecoveryAcknowledged, ack))
+	return s.Acknowledge(ctx, tokens...)
 }
 
 // Info is a session's saved state, as inspection shows it.
@@ -290,7 +252,7 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if err := a.requirePersistent(); err != nil {
 		return err
 	}
-	unlock, err := a.lockTurn(ctx)
+	open, unlock, err := a.lockSessions(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -309,8 +271,11 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if err := a.store.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
-	if a.SessionID() == id {
-		a.NewSession()
+	a.mu.Lock()
+	cur := a.cur
+	a.mu.Unlock()
+	if slices.Contains(open, cur) {
+		a.Use(nil)
 	}
 	return nil
 }

@@ -207,23 +207,21 @@ func (a *Agent) deleteTaskList(ctx context.Context, id string) error {
 	return nil
 }
 
-// agentTasks is the todo tool's store: the list of the current session.
-// The tool runs inside a turn, so the current session does not change
-// under it.
-type agentTasks struct{ a *Agent }
+// sessionTasks is the todo tool's store: the list of its session.
+type sessionTasks struct{ s *Session }
 
-var _ todo.Store = agentTasks{}
+var _ todo.Store = sessionTasks{}
 
-func (s agentTasks) Load(ctx context.Context) (session.TaskList, error) {
-	l, err := s.a.Tasks(ctx, "")
+func (t sessionTasks) Load(ctx context.Context) (session.TaskList, error) {
+	l, err := t.s.Tasks(ctx)
 	if err != nil {
 		return session.TaskList{}, err
 	}
 	return *l, nil
 }
 
-func (s agentTasks) Update(ctx context.Context, u session.TasksUpdated) (session.TaskList, error) {
-	l, err := s.a.UpdateTasks(ctx, "", u)
+func (t sessionTasks) Update(ctx context.Context, u session.TasksUpdated) (session.TaskList, error) {
+	l, err := t.s.UpdateTasks(ctx, u)
 	if err != nil {
 		return session.TaskList{}, err
 	}

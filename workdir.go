@@ -60,7 +60,7 @@ func (a *Agent) Retarget(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	defer leave()
-	unlock, err := a.lockTurn(ctx)
+	open, unlock, err := a.lockSessions(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -75,14 +75,26 @@ func (a *Agent) Retarget(ctx context.Context, id string) (string, error) {
 	if sum.Workdir == a.root.Dir() {
 		return sum.Workdir, nil
 	}
-	ev := mustEvent(session.TypeWorkdirChanged, session.WorkdirChanged{From: sum.Workdir, To: a.root.Dir()})
-	if a.SessionID() == id {
-		return sum.Workdir, a.append(ctx, ev)
+	if _, err := a.recordRetarget(ctx, id, sum.Head, sum.Workdir, a.root.Dir()); err != nil {
+		return "", err
 	}
-	if _, err := a.store.Append(ctx, id, sum.Head, []session.Event{ev}); err != nil {
-		return "", fmt.Errorf("retarget %s: %w", id, err)
+	for _, s := range open {
+		if err := s.reload(ctx); err != nil {
+			return "", err
+		}
 	}
 	return sum.Workdir, nil
+}
+
+// recordRetarget appends the move of session id from one workdir to
+// another at head, and returns the event as appended.
+func (a *Agent) recordRetarget(ctx context.Context, id string, head int64, from, to string) (session.Event, error) {
+	ev := mustEvent(session.TypeWorkdirChanged, session.WorkdirChanged{From: from, To: to})
+	if _, err := a.store.Append(ctx, id, head, []session.Event{ev}); err != nil {
+		return ev, fmt.Errorf("retarget %s: %w", id, err)
+	}
+	ev.Seq = head + 1
+	return ev, nil
 }
 
 // checkResumable refuses a session that belongs to another workdir, or
@@ -91,6 +103,11 @@ func (a *Agent) checkResumable(ctx context.Context, id string, st *session.State
 	if err := a.checkWorkdir(st.Summary); err != nil {
 		return err
 	}
+	return a.checkRestoring(ctx, id, st)
+}
+
+// checkRestoring refuses a session that a restore has claimed.
+func (a *Agent) checkRestoring(ctx context.Context, id string, st *session.State) error {
 	if st.Summary.Status != session.StatusRestoring {
 		return nil
 	}

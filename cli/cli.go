@@ -240,7 +240,7 @@ func report(err error, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "lite-agent:", oneLine(err.Error()))
+	fmt.Fprintln(stderr, "lite-agent:", describe(err))
 	return exitCode(err)
 }
 

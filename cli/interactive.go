@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
@@ -63,8 +62,8 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	}
 	m.e = e
 	defer func() { m.e.close() }()
-	m.out = followAgent(e.agent, std, c.output)
-	defer m.out.stop()
+	m.out = newLineOutput(std, c.output)
+	e.onBackground(m.out.background)
 	m.std.Stderr = m.out.stderr()
 	fmt.Fprintf(m.std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
 	if id := e.agent.SessionID(); id != "" {
@@ -85,7 +84,7 @@ func interactive(ctx context.Context, c *config, std IO) error {
 			if err := m.command(ctx, line); errors.Is(err, errQuit) {
 				return nil
 			} else if err != nil {
-				fmt.Fprintln(m.std.Stderr, "error:", oneLine(err.Error()))
+				fmt.Fprintln(m.std.Stderr, "error:", describe(err))
 			}
 			continue
 		}
@@ -93,16 +92,15 @@ func interactive(ctx context.Context, c *config, std IO) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			fmt.Fprintln(m.std.Stderr, "error:", oneLine(err.Error()))
+			fmt.Fprintln(m.std.Stderr, "error:", describe(err))
 		}
 	}
 }
 
 // turn sends one prompt; the first interrupt cancels it. m.out prints what
-// the turn says, as it prints the background completion turns between
-// prompts, and ends the turn's output as one-shot runs do (a newline, or
-// the result object with --output json and stream-json) right after its
-// last event, before a completion turn that follows.
+// the turn says as it happens, and ends the turn's output as one-shot runs
+// do (a newline, or the result object with --output json and stream-json)
+// when Send returns, before a completion turn that follows.
 func (m *lineMode) turn(ctx context.Context, prompt string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -114,10 +112,9 @@ func (m *lineMode) turn(ctx context.Context, prompt string) error {
 		case <-ctx.Done():
 		}
 	}()
-	a := m.e.agent
 	m.out.begin()
-	res, err := a.Send(ctx, prompt)
-	m.out.end(a.SessionID(), a.Head(), res, err)
+	res, err := m.e.send(ctx, prompt, m.out.update)
+	m.out.end(res, err)
 	return err
 }
 
@@ -157,9 +154,6 @@ func (m *lineMode) input(ctx context.Context, req liteagent.InputRequest) (strin
 	if req.Background {
 		return "", fmt.Errorf("the user is not at the prompt for background questions; ask in your final answer instead")
 	}
-	if m.out != nil {
-		m.out.catchUp(req.Session, m.e.agent.Head())
-	}
 	q := "? " + req.Question
 	if len(req.Choices) > 0 {
 		q += " (" + strings.Join(req.Choices, " / ") + ")"
@@ -184,10 +178,8 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 		fmt.Fprintf(m.std.Stderr, "denied %s from a background completion turn: the line mode cannot ask while it waits for a prompt (use the full-screen client, or ask for it in your next prompt)\n", req.Tool)
 		return liteagent.Deny, nil
 	}
-	// What the model said before the call is printed before the question.
-	if m.out != nil {
-		m.out.catchUp(req.Session, m.e.agent.Head())
-	}
+	// What the model said before the call is already printed: updates are
+	// shown as the turn makes them.
 	what := req.Tool + " " + short(string(req.Input), 120)
 	for {
 		a, err := m.ask(ctx, fmt.Sprintf("allow %s? [y] once, [a] always this session, [n] no: ", what))
@@ -206,75 +198,42 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 }
 
 // lineOutput prints what the agent says in the line mode: the turns of
-// the user's prompts and the background completion turns the agent runs
-// between them (when a background job ends), through one subscription held
-// for the whole run, so that nothing is printed twice or lost when a
-// completion turn and a prompt meet. Text goes to stdout, tool lines and
-// notices to stderr, both through runTurn's printer.
+// the user's prompts (their updates, from Send) and the background
+// completion turns the agent runs between them (when a background job
+// ends), whose updates come from the agent's goroutine. Text goes to
+// stdout, tool lines and notices to stderr, both through runTurn's printer.
 //
-// Everything is written under mu: the pump's printing, the prompt, and the
-// line mode's own messages (stderr), so lines never interleave. A
-// completion turn that starts while "> " waits for input begins on a new
-// line and, once it ends, prints "> " again. The prompt reader is never
-// touched: approvals a completion turn asks for are denied (see
-// lineMode.approve).
+// Everything is written under mu: updates, the prompt, and the line mode's
+// own messages (stderr), so lines never interleave. A completion turn that
+// starts while "> " waits for input begins on a new line and, once it
+// ends, prints "> " again. The prompt reader is never touched: approvals a
+// completion turn asks for are denied (see lineMode.approve).
 type lineOutput struct {
 	mu       sync.Mutex
 	p        *printer
 	errw     io.Writer
-	last     map[string]int64 // per session, the seq of the last event printed
-	progress chan struct{}    // closed and replaced after each event
-	ended    bool             // the subscription closed
-	busy     bool             // a prompt's turn runs
-	bg       bool             // a background completion turn is being printed
-	atPrompt bool             // "> " is the last thing on the screen
-	ending   *turnEnd         // a prompt's turn to end once its last event is printed
-	unsub    func()
-	done     chan struct{} // closed when the pump returns
+	busy     bool // a prompt's turn runs
+	bg       bool // a background completion turn is being printed
+	atPrompt bool // "> " is the last thing on the screen
 }
 
-// followAgent subscribes to a's updates and prints them until stop.
-func followAgent(a *liteagent.Agent, std IO, format string) *lineOutput {
-	o := &lineOutput{errw: std.Stderr, last: map[string]int64{}, progress: make(chan struct{}), done: make(chan struct{})}
+func newLineOutput(std IO, format string) *lineOutput {
+	o := &lineOutput{errw: std.Stderr}
 	o.p = &printer{out: promptBreak{o, std.Stdout}, errw: promptBreak{o, std.Stderr}, format: format}
-	updates, unsub := a.Subscribe()
-	o.unsub = unsub
-	go o.pump(updates)
 	return o
 }
 
-// stop ends the subscription and waits for the pump.
-func (o *lineOutput) stop() {
-	o.unsub()
-	<-o.done
-}
-
-func (o *lineOutput) pump(updates <-chan Update) {
-	defer close(o.done)
-	for u := range updates {
-		o.mu.Lock()
-		o.show(u)
-		if e := u.Event; e != nil {
-			o.last[u.Session] = max(o.last[u.Session], e.Seq)
-			close(o.progress)
-			o.progress = make(chan struct{})
-			if t := o.ending; t != nil && o.last[t.session] >= t.head {
-				o.finish(t)
-			}
-		}
-		o.mu.Unlock()
-	}
+// update prints one update of a prompt's turn.
+func (o *lineOutput) update(u Update) {
 	o.mu.Lock()
-	o.ended = true
-	close(o.progress)
-	if o.ending != nil {
-		o.finish(o.ending)
-	}
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	o.p.show(u)
 }
 
-// show prints one update; o.mu is held.
-func (o *lineOutput) show(u Update) {
+// background prints one update of the agent's background work.
+func (o *lineOutput) background(u Update) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	text := o.p.format == "text"
 	if e := u.Event; e != nil {
 		switch e.Type {
@@ -355,66 +314,13 @@ func (o *lineOutput) begin() {
 	}
 }
 
-// catchUp waits until the event at head of session sid has been printed
-// (every event of a turn is published before Send returns), at most two
-// seconds.
-func (o *lineOutput) catchUp(sid string, head int64) {
-	deadline := time.After(2 * time.Second)
-	for {
-		o.mu.Lock()
-		caught, progress := o.ended || o.last[sid] >= head, o.progress
-		o.mu.Unlock()
-		if caught {
-			return
-		}
-		select {
-		case <-progress:
-		case <-deadline:
-			return
-		}
-	}
-}
-
-// turnEnd is a prompt's turn that ended: its output ends once the event
-// at head of session is printed.
-type turnEnd struct {
-	session string
-	head    int64
-	res     *liteagent.Result
-	err     error
-	done    chan struct{}
-}
-
-// end ends the output of a prompt's turn whose last event is at head of
-// session sid: a newline, or the result object. It waits until the pump
-// has printed that event (every event of a turn is published before Send
-// returns), at most two seconds.
-func (o *lineOutput) end(sid string, head int64, res *liteagent.Result, err error) {
-	t := &turnEnd{session: sid, head: head, res: res, err: err, done: make(chan struct{})}
+// end ends the output of a prompt's turn: a newline, or the result
+// object. Every update of the turn was printed before Send returned.
+func (o *lineOutput) end(res *liteagent.Result, err error) {
 	o.mu.Lock()
-	if o.ended || o.last[sid] >= head {
-		o.finish(t)
-		o.mu.Unlock()
-		return
-	}
-	o.ending = t
-	o.mu.Unlock()
-	select {
-	case <-t.done:
-	case <-time.After(2 * time.Second):
-		o.mu.Lock()
-		if o.ending == t {
-			o.finish(t)
-		}
-		o.mu.Unlock()
-	}
-}
-
-// finish prints the end of turn t; o.mu is held.
-func (o *lineOutput) finish(t *turnEnd) {
-	o.p.finish(t.res, t.err)
-	o.busy, o.ending = false, nil
-	close(t.done)
+	defer o.mu.Unlock()
+	o.p.finish(res, err)
+	o.busy = false
 }
 
 // stderr is the line mode's own stderr: each write waits for the output in
@@ -449,14 +355,15 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 	if len(fields) > 1 {
 		arg = fields[1]
 	}
-	a := m.e.agent
 	switch fields[0] {
 	case "/exit", "/quit":
 		return errQuit
 	case "/help":
 		fmt.Fprintln(m.std.Stderr, lineHelp)
 	case "/new":
-		a.NewSession()
+		if err := m.e.use(ctx, ""); err != nil {
+			return err
+		}
 		fmt.Fprintln(m.std.Stderr, "the next prompt starts a new session")
 	case "/sessions":
 		return m.pickSession(ctx)
@@ -513,7 +420,7 @@ func (m *lineMode) pickSession(ctx context.Context) error {
 // acknowledged only when the user says so.
 func (m *lineMode) load(ctx context.Context, id string) error {
 	a := m.e.agent
-	if err := a.Resume(ctx, id); err != nil {
+	if err := m.e.use(ctx, id); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.std.Stderr, "loaded session %s\n", id)
@@ -629,7 +536,7 @@ func (m *lineMode) fork(ctx context.Context, arg string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.Resume(ctx, fork); err != nil {
+	if err := m.e.use(ctx, fork); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.std.Stderr, "now in fork %s of %s\n", fork, id)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
+	"sync"
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
@@ -41,30 +41,27 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 		case <-ctx.Done():
 		}
 	}()
-	a := e.agent
-	updates, stop := a.Subscribe()
 	p := &printer{out: std.Stdout, errw: std.Stderr, format: c.output}
-	done := make(chan struct{})
-	until := make(chan int64, 1)
-	go func() {
-		defer close(done)
-		p.follow(updates, until)
-	}()
-	res, err := a.Send(ctx, c.prompt)
+	// The prompt's turn prints from this goroutine; completion turns print
+	// from the agent's, one at a time, after it.
+	var mu sync.Mutex
+	show := func(u Update) {
+		mu.Lock()
+		defer mu.Unlock()
+		p.show(u)
+	}
+	e.onBackground(show)
+	res, err := e.send(ctx, c.prompt, show)
 	var bg []*liteagent.Result
 	var bgErr error
 	if err == nil && !c.noWait {
-		if slices.ContainsFunc(a.Jobs(), func(j liteagent.JobInfo) bool { return j.Running }) {
+		if slices.ContainsFunc(e.sess.Jobs(), func(j liteagent.JobInfo) bool { return j.Running }) {
 			fmt.Fprintln(std.Stderr, "waiting for background jobs to finish (--no-wait exits at once; Ctrl-C stops them)")
 		}
-		bg, bgErr = a.WaitJobs(ctx)
+		bg, bgErr = e.sess.WaitJobs(ctx)
 	}
-	until <- a.Head()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-	}
-	stop()
+	mu.Lock()
+	defer mu.Unlock()
 	p.finish(res, err)
 	for _, r := range bg {
 		printBackground(p, r)

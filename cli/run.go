@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
@@ -35,18 +34,18 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 		e.close()
 		return nil, err
 	}
-	if err := e.agent.Resume(ctx, id); err != nil {
+	if err := e.use(ctx, id); err != nil {
 		e.close()
 		return nil, workdirHint(err)
 	}
 	if len(c.acknowledge) > 0 {
-		if err := e.agent.Acknowledge(ctx, c.acknowledge...); err != nil {
+		if err := e.sess.Acknowledge(ctx, c.acknowledge...); err != nil {
 			e.close()
 			return nil, err
 		}
 		fmt.Fprintf(std.Stderr, "acknowledged %d interrupted tool call(s); the model will be told their outcome is unknown and that they were not re-run\n", len(c.acknowledge))
 	}
-	if hz := e.agent.Hazards(); len(hz) > 0 {
+	if hz := e.sess.Hazards(); len(hz) > 0 {
 		e.close()
 		return nil, &liteagent.HazardError{Session: id, Hazards: hz}
 	}
@@ -96,64 +95,28 @@ func runTurn(ctx context.Context, e *env, c *config, std IO, prompt string) (*li
 		case <-ctx.Done():
 		}
 	}()
-	updates, stop := e.agent.Subscribe()
 	p := &printer{out: std.Stdout, errw: std.Stderr, format: c.output}
-	done := make(chan struct{})
-	var until = make(chan int64, 1)
-	go func() {
-		defer close(done)
-		p.follow(updates, until)
-	}()
-	res, err := e.agent.Send(ctx, prompt)
-	until <- e.agent.Head()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-	}
-	stop()
+	res, err := e.send(ctx, prompt, p.show)
 	p.finish(res, err)
 	return res, err
 }
 
 // printer shows a turn's updates to people (text) or scripts (stream-json);
-// with json it prints only the final result.
+// with json it prints only the final result. Its methods are called from
+// one goroutine at a time.
 type printer struct {
 	out, errw io.Writer
 	format    string
 	midLine   bool // text was printed without a trailing newline
 }
 
-// follow prints updates until it has printed the event at the head sent on
-// until (the turn's last), or the channel closes.
-func (p *printer) follow(updates <-chan Update, until <-chan int64) {
-	target := int64(-1)
-	var last int64
-	for {
-		select {
-		case h := <-until:
-			target = h
-			if last >= target {
-				return
-			}
-		case u, ok := <-updates:
-			if !ok {
-				return
-			}
-			p.show(u)
-			if u.Event != nil {
-				last = u.Event.Seq
-				if target >= 0 && last >= target {
-					return
-				}
-			}
-		}
-	}
-}
-
 // Update is the SDK's update type, named here for brevity.
 type Update = liteagent.Update
 
 func (p *printer) show(u Update) {
+	if u.Approval != nil {
+		return // the approval handler asks the user
+	}
 	switch p.format {
 	case "json":
 		return

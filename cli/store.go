@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint"
@@ -41,10 +42,64 @@ func openStore(ctx context.Context, db string, readOnly bool) (checkpoint.Checkp
 	return sqlite.Open(db, &sqlite.Options{ReadOnly: readOnly})
 }
 
-// env is an agent with the store it was opened on (nil without --session-db).
+// env is an agent with the store it was opened on (nil without
+// --session-db) and the run's session.
 type env struct {
 	agent *liteagent.Agent
 	store checkpoint.Checkpointer
+	sess  *liteagent.Session // the run's session; nil until use
+
+	mu sync.Mutex
+	bg func(liteagent.Update) // where updates of background work go
+}
+
+// use makes session id ("" a new one) the run's session and the agent's
+// current one. Updates of the work it does by itself (background
+// completion turns, job ends) go to the function given to onBackground.
+func (e *env) use(ctx context.Context, id string) error {
+	opts := &liteagent.SessionOptions{OnBackground: e.background}
+	var s *liteagent.Session
+	var err error
+	if id == "" {
+		s, err = e.agent.NewSession(ctx, opts)
+	} else {
+		// Only a session of this run's workdir (see --retarget).
+		opts.Workdir = e.agent.Workdir()
+		s, err = e.agent.OpenSession(ctx, id, opts)
+	}
+	if err != nil {
+		return err
+	}
+	e.sess = s
+	e.agent.Use(s)
+	return nil
+}
+
+// send sends prompt in the run's session (a new one on first use); show
+// gets the turn's updates, all of them before send returns.
+func (e *env) send(ctx context.Context, prompt string, show func(liteagent.Update)) (*liteagent.Result, error) {
+	if e.sess == nil {
+		if err := e.use(ctx, ""); err != nil {
+			return nil, err
+		}
+	}
+	return e.sess.Send(ctx, prompt, &liteagent.SendOptions{OnUpdate: show})
+}
+
+// onBackground routes the updates of background work to f.
+func (e *env) onBackground(f func(liteagent.Update)) {
+	e.mu.Lock()
+	e.bg = f
+	e.mu.Unlock()
+}
+
+func (e *env) background(u liteagent.Update) {
+	e.mu.Lock()
+	f := e.bg
+	e.mu.Unlock()
+	if f != nil {
+		f(u)
+	}
 }
 
 func (e *env) close() {

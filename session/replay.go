@@ -78,6 +78,8 @@ type State struct {
 	slab blockSlab
 	// context is the latest project context recorded, nil for none.
 	context *ProjectContext
+	// contextSeq is the seq of that project context.
+	contextSeq int64
 	// compaction is the latest compaction, compactionSeq its event's seq.
 	compaction    *Compaction
 	compactionSeq int64
@@ -113,7 +115,13 @@ func (s *State) Apply(e Event) {
 		s.closeUnanswered(NotRun)
 		if !p.Background {
 			clear(s.snapped)
-			s.checkpoints = append(s.checkpoints, Checkpoint{Seq: e.Seq - 1, Prompt: p.Text, Time: e.Time, PromptSeq: e.Seq})
+			// The project context written with a prompt belongs to it:
+			// the checkpoint is the head before both.
+			cp := e.Seq - 1
+			if s.contextSeq == cp && cp > 0 {
+				cp--
+			}
+			s.checkpoints = append(s.checkpoints, Checkpoint{Seq: cp, Prompt: p.Text, Time: e.Time, PromptSeq: e.Seq})
 		}
 		s.add(RoleUser, Block{Type: BlockText, Text: p.Text})
 	case TypeAssistantMessage:
@@ -193,6 +201,7 @@ func (s *State) Apply(e Event) {
 		}
 		s.unanswered = keep
 	case TypeProjectContext:
+		s.contextSeq = e.Seq
 		s.Summary.Apply(e)
 		var p ProjectContext
 		if e.Decode(&p) == nil {

@@ -17,6 +17,9 @@ import (
 // oracleApply is the former State.Apply.
 func oracleApply(s *State, e Event) {
 	oracleSummary(&s.Summary, e)
+	if e.Type == TypeProjectContext {
+		s.contextSeq = e.Seq
+	}
 	switch e.Type {
 	case TypeUserPrompt:
 		var p UserPrompt
@@ -26,7 +29,11 @@ func oracleApply(s *State, e Event) {
 		s.closeUnanswered(NotRun)
 		if !p.Background {
 			clear(s.snapped)
-			s.checkpoints = append(s.checkpoints, Checkpoint{Seq: e.Seq - 1, Prompt: p.Text, Time: e.Time, PromptSeq: e.Seq})
+			seq := e.Seq - 1
+			if seq > 0 && seq == s.contextSeq {
+				seq = s.contextSeq - 1 // the prompt's project context comes before it
+			}
+			s.checkpoints = append(s.checkpoints, Checkpoint{Seq: seq, Prompt: p.Text, Time: e.Time, PromptSeq: e.Seq})
 		}
 		s.add(RoleUser, Block{Type: BlockText, Text: p.Text})
 	case TypeAssistantMessage:

@@ -143,7 +143,7 @@ func (m *model) command(line string) tea.Cmd {
 	}
 	switch name {
 	case "/new":
-		m.agent.NewSession()
+		m.agent.Use(nil)
 		m.setTranscript(newTranscript(), "")
 		m.tr.notice("new session: the next prompt starts it")
 		return m.refreshTasks() // a shared list stays

@@ -125,7 +125,7 @@ func (p *Provider) Name() string { return "anthropic" }
 // Stream sends req and streams the answer; see provider.Provider.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
 	if p.official && p.apiKey == "" {
-		return provider.Response{}, fmt.Errorf("anthropic: no API key is set (%w): set ANTHROPIC_API_KEY, or try the offline demo (lite-agent --demo), which needs no key", provider.ErrAuth)
+		return provider.Response{}, fmt.Errorf("anthropic: no API key is set (%w): set ANTHROPIC_API_KEY", provider.ErrAuth)
 	}
 	params, err := p.params(req)
 	if err != nil {

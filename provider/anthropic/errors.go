@@ -75,7 +75,7 @@ func (p *Provider) explain(err error, model string) error {
 
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return fmt.Errorf("anthropic: %w (%s): set ANTHROPIC_API_KEY to a valid key, or try the offline demo (lite-agent --demo), which needs no key", provider.ErrAuth, detail)
+		return fmt.Errorf("anthropic: %w (%s): set ANTHROPIC_API_KEY to a valid key", provider.ErrAuth, detail)
 	case status == http.StatusNotFound:
 		return fmt.Errorf("anthropic: model %q: %w (%s): check the model name, such as claude-sonnet-4-5 (and ANTHROPIC_BASE_URL, if set)", model, provider.ErrModelNotFound, detail)
 	case contextTooLong(status, msg):

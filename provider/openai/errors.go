@@ -64,7 +64,7 @@ func (p *Provider) explain(err error, failed *failure, model string) error {
 
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return fmt.Errorf("openai: %w (%s): set OPENAI_API_KEY to a valid key (or OPENAI_BASE_URL for a local server), or try the offline demo (lite-agent --demo), which needs no key", provider.ErrAuth, detail)
+		return fmt.Errorf("openai: %w (%s): set OPENAI_API_KEY to a valid key (or OPENAI_BASE_URL for a local server)", provider.ErrAuth, detail)
 	case status == http.StatusNotFound && p.official:
 		return fmt.Errorf("openai: model %q: %w (%s): check the model name, such as gpt-4.1", model, provider.ErrModelNotFound, detail)
 	case status == http.StatusNotFound:

@@ -120,7 +120,7 @@ func (p *Provider) Name() string { return "openai" }
 // Stream sends req and streams the answer; see provider.Provider.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
 	if p.official && p.apiKey == "" {
-		return provider.Response{}, fmt.Errorf("openai: no API key is set (%w): set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), or try the offline demo (lite-agent --demo), which needs no key", provider.ErrAuth)
+		return provider.Response{}, fmt.Errorf("openai: no API key is set (%w): set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)", provider.ErrAuth)
 	}
 	params, err := p.params(req)
 	if err != nil {

@@ -270,7 +270,7 @@ func TestRetries(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	providertest.RunErrors(t, harness, []providertest.ErrorCase{
-		providertest.Error("401", `{"kind": "auth"}`, provider.ErrAuth, []string{"OPENAI_API_KEY", "offline demo", "401 invalid_api_key"}),
+		providertest.Error("401", `{"kind": "auth"}`, provider.ErrAuth, []string{"OPENAI_API_KEY", "401 invalid_api_key"}),
 		providertest.Error("403", `{"kind": "permission"}`, provider.ErrAuth, []string{"OPENAI_API_KEY"}),
 		providertest.Error("401 echoing the key", `{"kind": "auth", "message": "invalid x-api-key `+testKey+`"}`, provider.ErrAuth, []string{"invalid x-api-key [redacted]"}),
 		providertest.Error("404", `{"kind": "model_not_found"}`, provider.ErrModelNotFound, []string{`model "gpt-test"`, "check the model name", "ollama pull gpt-test"}),
