@@ -93,7 +93,10 @@ type Checkpointer interface {
 	// Read streams the session's events with seq >= fromSeq in seq order.
 	// An unknown session yields ErrNotFound as its only element. Events
 	// appended while reading may or may not be seen; those seen never have
-	// gaps. The returned events are the caller's. Stopping the iteration
+	// gaps. A damaged log (an event that does not match its checksum, a
+	// missing seq, a log that ends before the recorded head) yields the
+	// events before the damage, then a *CorruptError, never a shorter or
+	// altered log. The returned events are the caller's. Stopping the iteration
 	// early releases everything Read holds. Safe to repeat.
 	Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[session.Event, error]
 
