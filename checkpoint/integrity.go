@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
 
 	"github.com/lite-agent/lite-agent/session"
 )
@@ -54,14 +55,22 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // check it on every read; a change to any of the four fields changes it.
 // The CPU's CRC instructions make it cost a few nanoseconds per KiB.
 func Checksum(e session.Event) uint32 {
-	var hdr [8 + 8 + binary.MaxVarintLen64]byte
-	binary.BigEndian.PutUint64(hdr[0:8], uint64(e.Seq))
-	binary.BigEndian.PutUint64(hdr[8:16], uint64(e.Time.UnixMicro()))
-	n := 16 + binary.PutUvarint(hdr[16:], uint64(len(e.Type)))
-	c := crc32.Update(0, castagnoli, hdr[:n])
-	c = crc32.Update(c, castagnoli, []byte(e.Type))
+	// The envelope goes through a pooled buffer: crc32.Update's argument
+	// escapes, so a buffer on the stack (or []byte(e.Type)) would cost two
+	// allocations per event on every read.
+	bp := envelopes.Get().(*[]byte)
+	b := binary.BigEndian.AppendUint64((*bp)[:0], uint64(e.Seq))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.Time.UnixMicro()))
+	b = binary.AppendUvarint(b, uint64(len(e.Type)))
+	b = append(b, e.Type...)
+	c := crc32.Update(0, castagnoli, b)
+	*bp = b
+	envelopes.Put(bp)
 	return crc32.Update(c, castagnoli, e.Data)
 }
+
+// envelopes holds the buffers Checksum encodes envelopes in.
+var envelopes = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
 
 // Verifier checks a stream of stored events as a backend reads them: each
 // event's checksum, seqs that follow one another from the first one asked
