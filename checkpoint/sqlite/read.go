@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -32,12 +33,16 @@ const (
 
 // Statements of the read path.
 const (
-	// Each row carries the event's stored checksum and the session's head,
-	// read in the same snapshot as the events.
-	stmtPage = `SELECT e.key & 4294967295, e.type, e.time, e.data, e.crc, s.head FROM sessions s, events e
+	// Each row carries the event's stored checksum, and the row of the
+	// first seq asked for carries the session's head, read in the same
+	// snapshot as the events (on that row only, so that the other rows
+	// cost the driver no boxed integer).
+	stmtPage = `SELECT e.key & 4294967295, e.type, e.time, e.data, e.crc, CASE WHEN e.key = (s.n << 32) + ?2 THEN s.head END
+		FROM sessions s, events e
 		WHERE s.id = ?1 AND e.key >= (s.n << 32) + ?2 AND e.key <= (s.n << 32) + 4294967295 ORDER BY e.key LIMIT ?3`
 	// The same for a version 1 database, opened read-only: no checksums.
-	stmtPageV1 = `SELECT e.key & 4294967295, e.type, e.time, e.data, NULL, s.head FROM sessions s, events e
+	stmtPageV1 = `SELECT e.key & 4294967295, e.type, e.time, e.data, NULL, CASE WHEN e.key = (s.n << 32) + ?2 THEN s.head END
+		FROM sessions s, events e
 		WHERE s.id = ?1 AND e.key >= (s.n << 32) + ?2 AND e.key <= (s.n << 32) + 4294967295 ORDER BY e.key LIMIT ?3`
 	stmtExists = `SELECT head FROM sessions WHERE id = ?`
 	// List reads the sessions_list index only, and has SQLite concatenate
@@ -134,11 +139,11 @@ func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (pa
 	}
 	var (
 		sums     []driver.Value // each event's stored checksum (nil where none)
-		head     int64
-		dbDamage error // SQLITE_CORRUPT after the rows in page
+		head     int64          // the recorded head; -1 if the row of start is missing
+		dbDamage error          // SQLITE_CORRUPT after the rows in page
 	)
 	err = s.retry(ctx, func() error {
-		page, sums, more, dbDamage = make([]session.Event, 0, rowsWanted), make([]driver.Value, 0, rowsWanted), false, nil
+		page, sums, more, dbDamage, head = make([]session.Event, 0, rowsWanted), make([]driver.Value, 0, rowsWanted), false, nil, -1
 		rows, err := c.query(ctx, query, id, start, int64(rowsWanted))
 		if err != nil {
 			return err
@@ -160,7 +165,9 @@ func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (pa
 				return err
 			}
 			sums = append(sums, dest[4])
-			head, _ = dest[5].(int64)
+			if h, ok := dest[5].(int64); ok {
+				head = h
+			}
 			if size += len(page[len(page)-1].Data); size >= pageBytes {
 				more = true
 				return nil
@@ -221,6 +228,10 @@ func (s *Store) verify(id string, start, head int64, page []session.Event, sums 
 	if len(page) == 0 {
 		return 0, nil
 	}
+	if head < 0 {
+		// The row of start is missing: the first event reports it.
+		head = math.MaxInt64
+	}
 	v := checkpoint.NewVerifier(id, start, head)
 	for i, e := range page {
 		var err error
@@ -235,7 +246,7 @@ func (s *Store) verify(id string, start, head int64, page []session.Event, sums 
 			return i, err
 		}
 	}
-	if !more {
+	if !more && head != math.MaxInt64 {
 		return len(page), v.End()
 	}
 	return len(page), nil
