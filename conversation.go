@@ -352,6 +352,9 @@ func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 		return err
 	}
 	defer unlock()
+	if err := s.a.refuseLive(ctx, s.id); err != nil {
+		return err // its calls are running, not cut off
+	}
 	var ack session.RecoveryAcknowledged
 	hazards := s.Hazards()
 	for _, tok := range tokens {
@@ -454,7 +457,7 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 		if head == 0 {
 			return fmt.Errorf("create session: %w", err)
 		}
-		return &AppendError{Session: id, Err: err}
+		return &AppendError{Session: id, Err: err, Holder: s.a.liveHolder(ctx, id)}
 	}
 	s.mu.Lock()
 	for i := range events {

@@ -66,11 +66,18 @@ func (e *LookupError) Error() string {
 type AppendError struct {
 	Session string
 	Err     error
+	// Holder is the process running a turn in the session when the append
+	// failed (see checkpoint.Leaser), nil if none or the store cannot tell.
+	Holder *checkpoint.Holder
 }
 
 func (e *AppendError) Error() string {
 	if checkpoint.IsConflict(e.Err) {
-		return fmt.Sprintf("session %s was written by another agent or process at the same time; the turn stopped to keep the log whole: %v", e.Session, e.Err)
+		who := "another agent or process"
+		if e.Holder != nil {
+			who = e.Holder.String()
+		}
+		return fmt.Sprintf("session %s was written by %s at the same time; the turn stopped to keep the log whole: %v", e.Session, who, e.Err)
 	}
 	return fmt.Sprintf("append to session %s: %v", e.Session, e.Err)
 }

@@ -42,6 +42,11 @@ func (a *Agent) Send(ctx context.Context, prompt string) (*Result, error) {
 // (a completion turn the agent starts itself) records its prompt as
 // Background and leaves the user's goal as it was.
 func (s *Session) turnLocked(ctx context.Context, prompt string, background bool) (*Result, error) {
+	release, err := s.a.leaseTurn(ctx, s.id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	s.mu.Lock()
 	s.inBackground = background
 	st := s.state

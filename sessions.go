@@ -223,6 +223,12 @@ type Info struct {
 	// InstructionFiles are the instruction files the recorded project
 	// context was read from, in the order the model was given them.
 	InstructionFiles []session.ContextFile `json:"instruction_files"`
+	// Running is the process running a turn in the session right now (a
+	// live lease, see checkpoint.Leaser), nil if none or the store cannot
+	// tell. The open calls of a running session are in Live, not Hazards:
+	// they are running, not cut off.
+	Running *checkpoint.Holder `json:"running,omitempty"`
+	Live    []session.Hazard   `json:"live,omitempty"`
 }
 
 // SessionInfo reads a session's log and returns its saved state,
@@ -236,7 +242,9 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	hz := append(slices.Clone(st.Hazards()), a.jobHazards(id, jl.open)...)
-	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage}
+	running := a.liveHolder(ctx, id)
+	hz, live := splitLive(running, hz)
+	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage, Running: running, Live: live}
 	if pc := st.ProjectContext(); pc != nil {
 		info.InstructionFiles = pc.Files
 	}

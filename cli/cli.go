@@ -8,9 +8,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	liteagent "github.com/lite-agent/lite-agent"
 	"io"
 	"strings"
+	"time"
+
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/provider"
 )
 
 // Exit statuses, documented in --help and the README.
@@ -81,6 +84,7 @@ type config struct {
 	plain                    bool
 	demo                     bool
 	maxModelCalls            int
+	idleTimeout              time.Duration // --idle-timeout: a model stream silent this long is stalled (0: never)
 	prompt                   string
 	taskList                 string // --task-list: the shared task list to use
 	noWait                   bool   // --no-wait: one-shot runs do not wait for background jobs
@@ -142,6 +146,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
 	fs.IntVar(&c.maxModelCalls, "max-model-calls", 50, "stop a turn after `N` model calls")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", provider.DefaultIdleTimeout, "give a model stream up as stalled when nothing arrives for `DURATION` (retried if nothing was streamed yet; 0: never)")
 	fs.StringVar(&c.taskList, "task-list", "", "use the task list `NAME`, shared with every session of this workspace that names it (default: each session has its own)")
 	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
@@ -198,6 +203,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("%s takes no prompt", given[0])
 	case c.demo && (len(given) > 0 || c.sessionDB != ""):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
+	}
+	if c.idleTimeout < 0 {
+		return nil, usagef("--idle-timeout must not be negative, got %s (0 turns it off)", c.idleTimeout)
 	}
 	switch c.output {
 	case "text", "json", "stream-json":

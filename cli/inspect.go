@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
 	"github.com/lite-agent/lite-agent/session"
 )
@@ -147,6 +148,10 @@ type infoJSON struct {
 	Usage       session.Usage    `json:"usage"`
 	Checkpoints []checkpointJSON `json:"checkpoints"`
 	Hazards     []hazardJSON     `json:"hazards"`
+	// Running is the process running a turn in the session now, whose
+	// open calls (Live) are running, not interrupted.
+	Running *checkpoint.Holder `json:"running,omitempty"`
+	Live    []hazardJSON       `json:"live,omitempty"`
 	// TaskList names the shared task list shown (--task-list); "" for the
 	// session's private list.
 	TaskList string         `json:"task_list,omitempty"`
@@ -211,7 +216,7 @@ func sessionInfo(ctx context.Context, c *config, std IO) error {
 			ID: info.ID, Revision: info.Head, Messages: info.Messages, Workspace: info.Namespace, Workdir: info.Workdir,
 			Model: info.Model, Status: info.Status, Title: info.Title, Created: info.Created, Updated: info.Updated,
 			Parent: info.Parent, Usage: info.Usage, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
-			TaskList: tasks.Name, Tasks: tasks.Tasks, InstructionFiles: nonNil(info.InstructionFiles),
+			Running: info.Running, Live: liveCalls(info.Live), TaskList: tasks.Name, Tasks: tasks.Tasks, InstructionFiles: nonNil(info.InstructionFiles),
 		})
 	})
 }
@@ -233,7 +238,10 @@ func recoveryInfo(ctx context.Context, c *config, std IO) error {
 			Hazards []hazardJSON `json:"hazards"`
 			Next    string       `json:"next"`
 		}{Session: id, Status: string(info.Status), Hazards: toHazards(info.Hazards)}
-		if len(info.Hazards) == 0 {
+		if info.Running != nil {
+			out.Status = "running"
+			out.Next = "the session is running now in " + info.Running.String() + ": its open calls are running, not interrupted; there is nothing to acknowledge"
+		} else if len(info.Hazards) == 0 {
 			out.Next = "nothing to review: the session can be resumed"
 		} else {
 			out.Next = "check what each tool actually did (the files listed), then continue with: lite-agent --session-db " + c.sessionDB + " --resume " + id

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/anthropic"
@@ -38,7 +39,7 @@ func newProvider(c *config) (provider.Provider, string, error) {
 		if key == "" && base == "" {
 			return nil, "", missingKey("OPENAI_API_KEY", "openai")
 		}
-		p, err := openai.New(&openai.Options{APIKey: key, BaseURL: base})
+		p, err := openai.New(&openai.Options{APIKey: key, BaseURL: base, IdleTimeout: idleTimeout(c)})
 		return p, model, err
 	default:
 		model := c.model
@@ -56,11 +57,20 @@ func newProvider(c *config) (provider.Provider, string, error) {
 			}
 			key = "none" // a local server (such as the fake model) may not check it
 		}
-		p, err := anthropic.New(&anthropic.Options{APIKey: key, BaseURL: base})
+		p, err := anthropic.New(&anthropic.Options{APIKey: key, BaseURL: base, IdleTimeout: idleTimeout(c)})
 		return p, model, err
 	}
 }
 
 func missingKey(env, name string) error {
 	return fmt.Errorf("no API key for the %s provider: set %s (or --base-url for a local server); to try lite-agent without a key or network, run: lite-agent --demo", name, env)
+}
+
+// idleTimeout is --idle-timeout as the providers take it: 0 (never) is
+// negative there, where 0 means the default.
+func idleTimeout(c *config) time.Duration {
+	if c.idleTimeout == 0 {
+		return -1
+	}
+	return c.idleTimeout
 }

@@ -38,6 +38,10 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 		e.close()
 		return nil, workdirHint(err)
 	}
+	if err := refuseRunning(ctx, e, id); err != nil {
+		e.close()
+		return nil, err
+	}
 	if len(c.acknowledge) > 0 {
 		if err := e.sess.Acknowledge(ctx, c.acknowledge...); err != nil {
 			e.close()

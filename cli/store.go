@@ -153,12 +153,13 @@ func exitCode(err error) int {
 	var he *liteagent.HazardError
 	var nc *liteagent.NotCheckpointError
 	var re *liteagent.RestoringError
+	var le *checkpoint.LeaseHeldError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ue), errors.As(err, &nc):
 		return ExitUsage
-	case errors.As(err, &re):
+	case errors.As(err, &re), errors.As(err, &le):
 		return ExitConflict
 	case errors.As(err, &he):
 		return ExitHazard

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // retargetIfAsked moves session id to this run's workdir when --retarget
@@ -41,4 +43,26 @@ func workdirHint(err error) error {
 		return err
 	}
 	return usagef("%v (run from %s or with --workdir %s, or add --retarget to move the session to %s)", err, we.Recorded, we.Recorded, we.Workdir)
+}
+
+// refuseRunning stops a --resume of a session a live process is running a
+// turn in: its open calls are running, not interrupted, so they are never
+// offered for acknowledgement.
+func refuseRunning(ctx context.Context, e *env, id string) error {
+	info, err := e.agent.SessionInfo(ctx, id)
+	if err != nil {
+		return err
+	}
+	if info.Running != nil {
+		return &checkpoint.LeaseHeldError{Session: id, Holder: *info.Running}
+	}
+	return nil
+}
+
+// liveCalls is the running calls of a live session, as inspection shows them.
+func liveCalls(hz []session.Hazard) []hazardJSON {
+	if len(hz) == 0 {
+		return nil
+	}
+	return toHazards(hz)
 }

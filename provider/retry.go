@@ -42,6 +42,10 @@ type RetryPolicy struct {
 	// Retry-After ends the retries at once, with the error. 0 means
 	// DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
+	// IdleTimeout gives a stream up as stalled when nothing arrives for
+	// this long (see StallError): 0 means DefaultIdleTimeout, negative
+	// means never.
+	IdleTimeout time.Duration
 
 	// sleep replaces the wait in tests.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -196,19 +200,25 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Stream runs a streaming model call under the policy: attempt sends one
 // request and passes each delta to its emit function; once a delta has
 // been passed on to onDelta (which may be nil), a failure is no longer
-// retried. A cancelled ctx returns ctx's error.
+// retried. An attempt that passes nothing on for the idle timeout is
+// cancelled: retried if nothing was streamed, else a *StallError. A
+// cancelled ctx returns ctx's error.
 func (p RetryPolicy) Stream(ctx context.Context, onDelta func(Delta), attempt func(ctx context.Context, emit func(Delta)) (Response, error)) (Response, error) {
 	var resp Response
+	limit := p.idleTimeout()
 	err := p.Do(ctx, func(ctx context.Context) (bool, error) {
 		var streamed bool
-		r, err := attempt(ctx, func(d Delta) {
+		actx, dog, stop := watch(ctx, limit)
+		defer stop()
+		r, err := attempt(actx, func(d Delta) {
+			dog.touch()
 			streamed = true
 			if onDelta != nil {
 				onDelta(d)
 			}
 		})
 		resp = r
-		return streamed, err
+		return streamed, stalled(actx, limit, streamed, err)
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -202,9 +202,10 @@ func TestKillMidToolLeavesHazard(t *testing.T) {
 	}
 }
 
-// TestSecondWriterGetsConflict: two processes on one session; the one whose
-// append comes second gets a clear conflict, exit status 4, and the log
-// stays whole.
+// TestSecondWriterGetsConflict: two processes on one session; the one that
+// comes second while the first runs its turn is refused before it writes
+// anything, with exit status 4 and a message naming the running process
+// (the turn's lease), and the log stays whole.
 func TestSecondWriterGetsConflict(t *testing.T) {
 	srv := startModel(t,
 		fakemodel.Reply{Text: "first"},
@@ -222,11 +223,11 @@ func TestSecondWriterGetsConflict(t *testing.T) {
 	fastCode, _, fastErr := run(t, srv, work, "--session-db", db, "--resume", id, "fast one")
 	slow.cmd.Wait()
 	slowCode := slow.cmd.ProcessState.ExitCode()
-	if fastCode != 0 || slowCode != 4 {
-		t.Fatalf("exit codes fast %d (%s), slow %d (%s); want 0 and 4", fastCode, fastErr, slowCode, slow.stderr)
+	if fastCode != 4 || slowCode != 0 {
+		t.Fatalf("exit codes fast %d (%s), slow %d (%s); want 4 and 0", fastCode, fastErr, slowCode, slow.stderr)
 	}
-	if !strings.Contains(slow.stderr.String(), "another") {
-		t.Fatalf("conflict message %q", slow.stderr)
+	if want := fmt.Sprintf("running now in process %d", slow.cmd.Process.Pid); !strings.Contains(fastErr, want) {
+		t.Fatalf("conflict message %q does not say %q", fastErr, want)
 	}
 	code, out, _ := run(t, nil, work, "--session-db", db, "--export", id)
 	if code != 0 {

@@ -139,9 +139,11 @@ type Fault struct {
 	RetryAfterMS int `json:"retry_after_ms,omitempty"`
 	// AfterDeltas moves the fault into the stream: the response starts
 	// with HTTP 200 and this many deltas, then the connection is cut
-	// (FaultCut) or an error event is sent (other kinds). For FaultCut it
-	// defaults to half of the reply's deltas; for other kinds, unset means
-	// an HTTP error status before anything is streamed.
+	// (FaultCut), goes silent (FaultStall) or an error event is sent
+	// (other kinds). For FaultCut it defaults to half of the reply's
+	// deltas, for FaultStall to none (the stall comes right after the
+	// response's head); for other kinds, unset means an HTTP error status
+	// before anything is streamed.
 	AfterDeltas *int `json:"after_deltas,omitempty"`
 }
 
@@ -157,6 +159,9 @@ const (
 	FaultContextTooLong = "context_too_long" // 400
 	FaultBadRequest     = "bad_request"      // 400
 	FaultCut            = "cut"              // the connection drops mid-stream
+	// FaultStall stops sending mid-stream and holds the connection open,
+	// sending nothing more, until the client goes away: a stalled server.
+	FaultStall = "stall"
 )
 
 // Wire formats.
@@ -175,6 +180,7 @@ var faultKinds = map[string]int{
 	FaultContextTooLong: 400,
 	FaultBadRequest:     400,
 	FaultCut:            0,
+	FaultStall:          0,
 }
 
 // kindForStatus is the fault kind a bare status stands for.
@@ -273,10 +279,10 @@ func (r *Reply) validate() error {
 	}
 	if f := r.Fault; f != nil {
 		if f.Kind == "" && f.Status == 0 {
-			return errors.New("fault needs a kind (rate_limit, overloaded, server_error, auth, permission, model_not_found, context_too_long, bad_request, cut) or a status")
+			return errors.New("fault needs a kind (rate_limit, overloaded, server_error, auth, permission, model_not_found, context_too_long, bad_request, cut, stall) or a status")
 		}
 		if _, ok := faultKinds[f.Kind]; f.Kind != "" && !ok {
-			return fmt.Errorf("fault kind %q is unknown; use rate_limit, overloaded, server_error, auth, permission, model_not_found, context_too_long, bad_request or cut", f.Kind)
+			return fmt.Errorf("fault kind %q is unknown; use rate_limit, overloaded, server_error, auth, permission, model_not_found, context_too_long, bad_request, cut or stall", f.Kind)
 		}
 		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
 			return fmt.Errorf("fault status %d is not an HTTP error status (400-599)", f.Status)

@@ -286,7 +286,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if kind == "" {
 			kind = kindForStatus(fault.Status)
 		}
-		if fault.AfterDeltas == nil && kind != FaultCut {
+		if fault.AfterDeltas == nil && kind != FaultCut && kind != FaultStall {
 			status = faultStatus(format, kind, fault)
 		}
 	}
@@ -320,6 +320,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		faultAt = total / 2
+		if kind == FaultStall {
+			faultAt = 0
+		}
 		if fault.AfterDeltas != nil {
 			faultAt = min(*fault.AfterDeltas, total)
 		}
@@ -340,6 +343,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 				// Drop the connection without ending the chunked body,
 				// as a failing proxy or server does.
 				panic(http.ErrAbortHandler)
+			}
+			if kind == FaultStall {
+				<-ctx.Done() // the client gave up, or the server closed
+				return
 			}
 			_, _ = w.Write(streamError(format, kind, faultMessage(format, kind, fault, v.model), entry.Seq))
 			_ = rc.Flush()

@@ -55,6 +55,10 @@ type Options struct {
 	// NoPromptCache sends no cache_control breakpoints, so nothing is
 	// cached (every request pays for its whole prompt).
 	NoPromptCache bool
+	// IdleTimeout gives a response stream up as stalled when nothing
+	// arrives for this long (retried if nothing was streamed yet): 0 means
+	// provider.DefaultIdleTimeout, negative means never.
+	IdleTimeout time.Duration
 }
 
 // Provider streams responses from the Messages API. It is safe for
@@ -114,7 +118,7 @@ func New(opts *Options) (*Provider, error) {
 		apiKey:    o.APIKey,
 		official:  strings.EqualFold(u.Host, "api.anthropic.com"),
 		maxTokens: o.MaxTokens,
-		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay},
+		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, IdleTimeout: o.IdleTimeout},
 		cache:     !o.NoPromptCache,
 	}, nil
 }

@@ -59,6 +59,10 @@ type Options struct {
 	// RetryBaseDelay is the first wait between retries (it doubles each
 	// time); 0 means provider.DefaultBaseDelay.
 	RetryBaseDelay time.Duration
+	// IdleTimeout gives a response stream up as stalled when nothing
+	// arrives for this long (retried if nothing was streamed yet): 0 means
+	// provider.DefaultIdleTimeout, negative means never.
+	IdleTimeout time.Duration
 }
 
 // Provider streams chat completions. It is safe for concurrent use.
@@ -110,7 +114,7 @@ func New(opts *Options) (*Provider, error) {
 		apiKey:    o.APIKey,
 		official:  strings.EqualFold(u.Host, "api.openai.com"),
 		maxTokens: o.MaxTokens,
-		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay},
+		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, IdleTimeout: o.IdleTimeout},
 	}, nil
 }
 

@@ -1,0 +1,56 @@
+//go:build unix
+
+package lockfile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/lockfile"
+)
+
+// TestLease: a held lease names its holder to everyone else and refuses a
+// second holder; released, it is free and shows no holder; ids that are not
+// plain names stay inside the directory.
+func TestLease(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "s.db.leases")
+	d := lockfile.New(dir)
+	if h, err := d.LeaseHolder(ctx, "s1"); h != nil || err != nil {
+		t.Fatalf("holder of a lease never taken = %v, %v; want none", h, err)
+	}
+	release, err := d.Lease(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := lockfile.New(dir).LeaseHolder(ctx, "s1")
+	if err != nil || h == nil || h.PID != os.Getpid() {
+		t.Fatalf("holder = %+v, %v; want this process (%d)", h, err, os.Getpid())
+	}
+	var held *checkpoint.LeaseHeldError
+	if _, err := lockfile.New(dir).Lease(ctx, "s1"); !errors.As(err, &held) || held.Holder.PID != os.Getpid() {
+		t.Fatalf("second Lease = %v, want a *LeaseHeldError naming pid %d", err, os.Getpid())
+	}
+	if r2, err := d.Lease(ctx, "s2"); err != nil {
+		t.Fatalf("another session's lease: %v", err)
+	} else {
+		r2()
+	}
+	release()
+	release() // idempotent
+	if h, err := d.LeaseHolder(ctx, "s1"); h != nil || err != nil {
+		t.Fatalf("holder after release = %+v, %v; want none", h, err)
+	}
+	r, err := d.Lease(ctx, "../../escape")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r()
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	if len(entries) != 1 {
+		t.Fatalf("a lease for an id with slashes wrote outside its directory: %v", entries)
+	}
+}
