@@ -232,4 +232,3 @@ func netnsWorks(userns bool) bool {
 	}
 	return r[0]
 }
-

@@ -160,4 +160,3 @@ func TestBadMode(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-
