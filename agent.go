@@ -11,6 +11,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/tool"
 	"github.com/lite-agent/lite-agent/tool/builtin"
@@ -56,6 +57,15 @@ type Options struct {
 	// Approve decides on tool calls that change files or run commands.
 	// Nil approves everything: set it for untrusted models.
 	Approve ApprovalFunc
+	// Permissions, when set, decides first, on every call (reads too): a
+	// rule's allow runs the call without asking, its deny refuses it and
+	// tells the model why, its ask sends the call to Approve even when
+	// the tool was allowed for the session (with Approve nil, an ask
+	// denies). Calls no rule covers go to Approve as before. Each
+	// decision a rule takes is recorded as a permission_decided event.
+	// The engine is the caller's; rules may be added to it while the
+	// agent runs.
+	Permissions *permission.Engine
 	// Input answers questions the model asks the user (the ask_user tool,
 	// offered only when Input is set).
 	Input InputFunc

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
@@ -233,16 +234,20 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		}
 		paths = p
 	}
-	approval, err := s.approve(ctx, c, spec, paths)
+	approval, denied, err := s.approve(ctx, c, spec, paths)
 	if err != nil {
 		return err
 	}
 	if approval == "" {
-		return finish(ctx, session.ToolFinished{Output: "The user denied this tool call; it was not run. Do not retry it; ask the user or take another approach.", IsError: true, Denied: true})
+		return finish(ctx, session.ToolFinished{Output: denied, IsError: true, Denied: true})
+	}
+	started := session.ToolStarted{CallID: c.id, Tool: c.name, Input: c.input, Paths: paths, Approval: approval}
+	if sb, ok := t.(Sandboxed); ok {
+		started.Sandbox = sb.SandboxMode()
 	}
 	// The intent and the snapshots of what the call will change go in one
 	// durable append: if it fails, the tool does not run.
-	events := []session.Event{mustEvent(session.TypeToolStarted, session.ToolStarted{CallID: c.id, Tool: c.name, Input: c.input, Paths: paths, Approval: approval})}
+	events := []session.Event{mustEvent(session.TypeToolStarted, started)}
 	st := s.current()
 	for _, p := range paths {
 		if st.Snapshotted(p) {
@@ -284,40 +289,58 @@ func (s *Session) toolNames() []string {
 	return names
 }
 
-// approve returns how the call was approved ("auto", "once", "session"), or
-// "" when it was denied.
-func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []string) (string, error) {
-	if spec.Kind == tool.KindRead || spec.Kind == "" {
-		return "auto", nil
+// approve returns how the call was approved ("auto", "once", "session",
+// "rule"), or "" and what the model is told when it was denied.
+func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []string) (string, string, error) {
+	effect, ruleDenied, err := s.decideByRule(ctx, c, spec, paths)
+	switch {
+	case err != nil:
+		return "", "", err
+	case effect == permission.Allow:
+		return "rule", "", nil
+	case effect == permission.Deny:
+		return "", ruleDenied, nil
 	}
-	if s.a.opts.Approve == nil {
-		return "auto", nil
+	userDenied := deniedText("The user denied this tool call.")
+	if effect != permission.Ask {
+		if spec.Kind == tool.KindRead || spec.Kind == "" || s.a.opts.Approve == nil {
+			return "auto", "", nil
+		}
+		s.mu.Lock()
+		ok := s.allowed[c.name]
+		s.mu.Unlock()
+		if ok {
+			return "session", "", nil
+		}
+	} else if s.a.opts.Approve == nil {
+		return "", deniedText("A permission rule requires the user's approval for this call, and no one can approve it here."), nil
 	}
 	s.mu.Lock()
-	ok, background := s.allowed[c.name], s.inBackground
+	background := s.inBackground
 	s.mu.Unlock()
-	if ok {
-		return "session", nil
-	}
 	req := ApprovalRequest{Session: s.id, CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background}
 	s.publish(Update{Session: s.id, Approval: &req})
 	d, err := s.a.opts.Approve(ctx, req)
+	var de *DeniedError
+	if errors.As(err, &de) {
+		return "", deniedText("The user denied this tool call: " + de.Reason + "."), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		}
-		return "", fmt.Errorf("approval of %s: %w", c.name, err)
+		return "", "", fmt.Errorf("approval of %s: %w", c.name, err)
 	}
 	switch d {
 	case AllowOnce:
-		return "once", nil
+		return "once", "", nil
 	case AllowSession:
 		s.mu.Lock()
 		s.allowed[c.name] = true
 		s.mu.Unlock()
-		return "session", nil
+		return "session", "", nil
 	}
-	return "", nil
+	return "", userDenied, nil
 }
 
 // snapshotFile records a file of root as it is now.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	liteagent "github.com/lite-agent/lite-agent"
+	cfgpkg "github.com/lite-agent/lite-agent/config"
+	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 )
 
@@ -89,6 +91,17 @@ type config struct {
 	taskList                 string // --task-list: the shared task list to use
 	noWait                   bool   // --no-wait: one-shot runs do not wait for background jobs
 
+	// Configuration files, rules and the sandbox (settings.go).
+	showConfig, showVersion bool
+	cont                    bool   // --continue: resume the workspace's latest session
+	promptFlag              string // -p / --prompt
+	sandboxMode             string
+	noNetwork               bool
+	requireSandbox          bool
+	warnedSandbox           bool
+	settings                *cfgpkg.Config
+	rules                   *permission.Engine
+
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)
 }
@@ -102,6 +115,7 @@ type op struct {
 func (c *config) ops() []op {
 	return []op{
 		{"--resume", c.resume != ""},
+		{"--continue", c.cont},
 		{"--sessions", c.sessions},
 		{"--session-info", c.sessionInfo != ""},
 		{"--recovery-info", c.recoveryInfo != ""},
@@ -124,6 +138,14 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.sessionDB, "session-db", "", "durable sessions in the SQLite database at `PATH` (created 0600 if missing), or a postgres:// URL")
 	fs.StringVar(&c.workdir, "workdir", "", "the `DIR` the agent works in (default: the current directory)")
 	fs.StringVar(&c.resume, "resume", "", "continue the session `HANDLE` (its id or a unique prefix)")
+	fs.StringVar(&c.resume, "r", "", "")
+	fs.BoolVar(&c.cont, "continue", false, "continue this workspace's most recent session")
+	fs.BoolVar(&c.cont, "c", false, "")
+	fs.StringVar(&c.promptFlag, "prompt", "", "run the one-shot `PROMPT` (the same as giving it as an argument)")
+	fs.StringVar(&c.promptFlag, "p", "", "")
+	fs.BoolVar(&c.showConfig, "config", false, "print the merged configuration (user file, project file, flags) and where each value came from")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&c.sandboxMode, "sandbox", "", "confine shell commands: `MODE` read-only, workspace-write or off (default: workspace-write with --allow bash or all, else off)")
 	fs.BoolVar(&c.sessions, "sessions", false, "list this workspace's sessions as JSON")
 	fs.StringVar(&c.sessionInfo, "session-info", "", "show session `ID`'s saved state and recovery hazards as JSON")
 	fs.StringVar(&c.recoveryInfo, "recovery-info", "", "show session `ID`'s interrupted tool calls and their review tokens as JSON")
@@ -141,7 +163,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model server's base `URL` (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL, else the provider's)")
-	fs.Var(&c.allow, "allow", "in one-shot mode, let tools of `KIND` run without asking: edit, bash or all (repeatable)")
+	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash or all (repeatable)")
 	fs.StringVar(&c.output, "output", "text", "one-shot output `FORMAT`: text, json (the final result) or stream-json (one event per line)")
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
@@ -173,6 +195,20 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		rest = fs.Args()
 	}
 	c.prompt = strings.Join(words, " ")
+	if c.promptFlag != "" {
+		if c.prompt != "" {
+			return nil, usagef("give the prompt once: with -p or as an argument, not both")
+		}
+		c.prompt = c.promptFlag
+	}
+	if c.showVersion {
+		return c, nil
+	}
+	if !c.demo {
+		if err := applySettings(c, givenFlags(fs), stderr); err != nil {
+			return nil, err
+		}
+	}
 
 	var given []string
 	for _, o := range c.ops() {
@@ -184,7 +220,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	case len(given) > 1:
 		return nil, usagef("at most one session operation per run, got %s", strings.Join(given, " and "))
 	case len(given) == 1 && c.sessionDB == "":
-		return nil, usagef("%s requires --session-db PATH", given[0])
+		return nil, usagef("%s requires --session-db PATH (or session_db in a config file)", given[0])
+	case c.showConfig && (len(given) > 0 || c.prompt != ""):
+		return nil, usagef("--config only prints the configuration; it takes no prompt or session operation")
 	case len(c.acknowledge) > 0 && c.resume == "":
 		return nil, usagef("--acknowledge goes with --resume ID")
 	case c.to != 0 && c.restore == "" && c.fork == "":
@@ -199,9 +237,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--retarget goes with --resume or --restore")
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
-	case len(given) == 1 && c.resume == "" && c.prompt != "":
+	case len(given) == 1 && c.resume == "" && !c.cont && c.prompt != "":
 		return nil, usagef("%s takes no prompt", given[0])
-	case c.demo && (len(given) > 0 || c.sessionDB != ""):
+	case c.demo && (len(given) > 0 || c.sessionDB != "" || c.showConfig):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
 	}
 	if c.idleTimeout < 0 {
@@ -239,6 +277,14 @@ func Main(ctx context.Context, args []string, std IO) int {
 		fmt.Fprintln(std.Stderr, "lite-agent:", err)
 		return ExitUsage
 	}
+	switch {
+	case c.showVersion:
+		fmt.Fprintln(std.Stdout, version())
+		return ExitOK
+	case c.showConfig:
+		printConfig(c, std.Stdout)
+		return ExitOK
+	}
 	err = run(ctx, c, std)
 	return report(withHint(err, c), std.Stderr)
 }
@@ -257,6 +303,13 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func run(ctx context.Context, c *config, std IO) error {
 	if c.demo {
 		return runDemo(ctx, c, std)
+	}
+	if c.cont {
+		id, err := latestSession(ctx, c)
+		if err != nil {
+			return err
+		}
+		c.resume = id
 	}
 	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" {
 		var stop context.CancelFunc
@@ -306,8 +359,14 @@ At most one session operation per run, and each requires --session-db.
 Flags:
 `)
 	fs.VisitAll(func(f *flag.Flag) {
+		if _, short := shortFlags[f.Name]; short {
+			return
+		}
 		name, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
+		if s := shortOf(f.Name); s != "" {
+			line = "  -" + s + ", --" + f.Name
+		}
 		if name != "" {
 			line += " " + name
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/lite-agent/lite-agent/sandbox"
 )
 
 // Command runs the command line on the process's arguments and standard
@@ -16,6 +17,7 @@ import (
 // turn and a second within three seconds quits. fullScreen is the
 // full-screen client the command links in, or nil.
 func Command(fullScreen func() FullScreen) int {
+	sandbox.Launch() // a sandboxed shell command starts here, as this binary re-executed
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	sigs := make(chan os.Signal, 2)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
+	"github.com/lite-agent/lite-agent/permission"
+	"github.com/lite-agent/lite-agent/tool"
 )
 
 // runDemo is the offline demo: the bundled fake model server on 127.0.0.1
@@ -35,7 +37,11 @@ func runDemo(ctx context.Context, c *config, std IO) error {
 	d := *c
 	d.demo, d.provider, d.model, d.baseURL = false, "anthropic", "demo-model", srv.URL()
 	d.sessionDB, d.workdir, d.allow, d.output = db, work, []string{"edit"}, "text"
-	d.approve = oneShotApproval(d.allow, std.Stderr)
+	d.approve, d.sandboxMode = oneShotApproval(std.Stderr), "off"
+	d.rules, err = permission.New([]permission.Rule{{Effect: permission.Allow, Kind: string(tool.KindEdit), Source: "--allow edit"}})
+	if err != nil {
+		return err
+	}
 	os.Unsetenv("ANTHROPIC_API_KEY") // the demo never sends a real key anywhere
 
 	e, err := openSession(ctx, &d, std)

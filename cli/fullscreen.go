@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/permission"
 )
 
 // FullScreen is a full-screen interactive client (package tui). It lives
@@ -30,6 +31,11 @@ type ScreenOptions struct {
 	Input     io.Reader
 	Output    io.Writer
 	Interrupt <-chan struct{}
+	// Rules is the run's permission engine; an approval can add to it
+	// (allow the exact call, or a pattern) and save patterns to
+	// ProjectConfig, the project's config file.
+	Rules         *permission.Engine
+	ProjectConfig string
 }
 
 // TUICommand is the name of the command holding the full-screen client.
@@ -94,6 +100,7 @@ func runTUI(ctx context.Context, c *config, std IO, fs FullScreen) error {
 	err = fs.Run(ctx, e.agent, ScreenOptions{
 		SessionDB: c.sessionDB, Model: e.agent.Model(),
 		Input: std.Stdin, Output: std.Stdout, Interrupt: std.Interrupt,
+		Rules: c.rules, ProjectConfig: c.projectFile(),
 	})
 	if id := e.agent.SessionID(); id != "" && c.sessionDB != "" {
 		fmt.Fprintf(std.Stderr, "session %s; continue it with: lite-agent --session-db %s --resume %s\n", id, c.sessionDB, id)
@@ -114,4 +121,12 @@ func fullScreen(ctx context.Context, c *config, std IO) (ok bool, err error) {
 		fmt.Fprintln(std.Stderr, "lite-agent:", oneLine(err.Error()))
 	}
 	return false, nil
+}
+
+// projectFile is the project's config file, "" when none was looked for.
+func (c *config) projectFile() string {
+	if c.settings == nil {
+		return ""
+	}
+	return c.settings.ProjectFile
 }

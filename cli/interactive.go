@@ -22,6 +22,9 @@ type lineMode struct {
 	e     *env
 	lines <-chan string // closed at end of input
 	out   *lineOutput
+	// pending are lines typed while an approval was open that did not
+	// answer it: the next prompts, read before lines.
+	pending []string
 }
 
 // readLines delivers stdin's lines on a channel, closed at end of input.
@@ -121,6 +124,11 @@ func (m *lineMode) turn(ctx context.Context, prompt string) error {
 // read returns the next line; false at end of input, on Ctrl-C while idle,
 // or when ctx ends.
 func (m *lineMode) read(ctx context.Context) (string, bool) {
+	if len(m.pending) > 0 {
+		l := m.pending[0]
+		m.pending = m.pending[1:]
+		return l, true
+	}
 	select {
 	case l, ok := <-m.lines:
 		return l, ok
@@ -180,21 +188,11 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 	}
 	// What the model said before the call is already printed: updates are
 	// shown as the turn makes them.
-	what := req.Tool + " " + short(string(req.Input), 120)
-	for {
-		a, err := m.ask(ctx, fmt.Sprintf("allow %s? [y] once, [a] always this session, [n] no: ", what))
-		if err != nil {
-			return liteagent.Deny, err
-		}
-		switch a {
-		case "y", "yes":
-			return liteagent.AllowOnce, nil
-		case "a", "always":
-			return liteagent.AllowSession, nil
-		case "n", "no":
-			return liteagent.Deny, nil
-		}
+	ch, err := m.approvalAnswer(ctx, m.c.approvalQuestion(req))
+	if err != nil {
+		return liteagent.Deny, err
 	}
+	return m.c.decide(ch, req, m.std.Stderr)
 }
 
 // lineOutput prints what the agent says in the line mode: the turns of

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	liteagent "github.com/lite-agent/lite-agent"
@@ -56,28 +55,21 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 	return e, nil
 }
 
-// oneShotApproval allows the kinds of tools --allow names and denies the
-// rest, telling the user how to allow them.
-func oneShotApproval(allow []string, stderr io.Writer) liteagent.ApprovalFunc {
-	all := slices.Contains(allow, "all")
+// oneShotApproval denies the calls no rule or --allow let run (nobody is
+// there to ask), telling the user how to allow them and the model why.
+func oneShotApproval(stderr io.Writer) liteagent.ApprovalFunc {
 	return func(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
-		switch {
-		case all,
-			req.Kind == tool.KindEdit && slices.Contains(allow, "edit"),
-			req.Kind == tool.KindExec && slices.Contains(allow, "bash"):
-			return liteagent.AllowOnce, nil
-		}
 		flag := "edit"
 		if req.Kind == tool.KindExec {
 			flag = "bash"
 		}
-		fmt.Fprintf(stderr, "denied %s (one-shot runs need --allow %s to let it run)\n", req.Tool, flag)
-		return liteagent.Deny, nil
+		fmt.Fprintf(stderr, "denied %s (one-shot runs need --allow %s, or an allow rule in a config file, to let it run)\n", req.Tool, flag)
+		return liteagent.Deny, &liteagent.DeniedError{Reason: "this one-shot run has nobody to approve it; the user can allow such calls with --allow " + flag + " or a permission rule"}
 	}
 }
 
 func oneShot(ctx context.Context, c *config, std IO) error {
-	c.approve = oneShotApproval(c.allow, std.Stderr)
+	c.approve = oneShotApproval(std.Stderr)
 	e, err := openSession(ctx, c, std)
 	if err != nil {
 		return err
@@ -156,6 +148,15 @@ func (p *printer) show(u Update) {
 		if e.Decode(&f) == nil {
 			p.endLine()
 			fmt.Fprintf(p.errw, "▸ background job %s ended: %s\n", f.Job, jobEnd(f))
+		}
+	case session.TypePermissionDecided:
+		var d session.PermissionDecided
+		if e.Decode(&d) == nil && d.Effect == "deny" {
+			why := d.Reason
+			if why == "" {
+				why = "rule " + d.Rule
+			}
+			fmt.Fprintf(p.errw, "⊘ %s denied: %s (%s)\n", d.Tool, why, d.Source)
 		}
 	case session.TypeToolFinished:
 		var f session.ToolFinished

@@ -115,7 +115,14 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 	if workdir == "" {
 		workdir = c.workdir
 	}
-	opts := &liteagent.Options{Workdir: workdir, MaxModelCalls: c.maxModelCalls, Approve: c.approve, Input: c.input, TaskList: c.taskList}
+	opts := &liteagent.Options{Workdir: workdir, MaxModelCalls: c.maxModelCalls, Approve: c.approve, Input: c.input, TaskList: c.taskList, Permissions: c.rules}
+	if withModel {
+		t, err := tools(c, workdir, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		opts.Tools = t
+	}
 	var store checkpoint.Checkpointer
 	if c.sessionDB != "" {
 		s, err := openStore(ctx, c.sessionDB, readOnly)

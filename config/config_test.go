@@ -83,6 +83,7 @@ func TestParseErrorsNameFileLineAndKey(t *testing.T) {
 		{"bad mode", "[sandbox]\nmode = \"strict\"\n", 2, "sandbox.mode", "must be read-only, workspace-write, off"},
 		{"bad provider", "provider = \"gemini\"\n", 1, "provider", "must be anthropic or openai"},
 		{"bad rule", "[permissions]\nallow = [3]\n", 2, "permissions.allow", "a rule is a string"},
+		{"bad pattern", "[permissions]\n\ndeny = [\"bash(rm *\"]\n", 3, "permissions.deny", "lacks its closing )"},
 		{"syntax", "model = \"m\n", 1, "model", "newlines"},
 		{"bad duration", "[mcp.servers.a]\ncommand = \"x\"\ntimeout = \"soon\"\n", 3, "mcp.servers.a.timeout", "duration"},
 		{"server without command", "[mcp.servers.a]\nargs = [\"x\"]\n", 1, "mcp.servers.a", "either command"},

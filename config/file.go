@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/lite-agent/lite-agent/permission"
 )
 
 // File is one configuration file as written. Empty fields are unset.
@@ -205,6 +206,16 @@ func (f *File) check() *Error {
 	}
 	if f.Sandbox.Mode != "" && !validMode(f.Sandbox.Mode) {
 		return &Error{Key: "sandbox.mode", Msg: fmt.Sprintf("must be %s, not %q", strings.Join(SandboxModes, ", "), f.Sandbox.Mode)}
+	}
+	for _, l := range []struct {
+		key   string
+		rules []Rule
+	}{{"permissions.allow", f.Permissions.Allow}, {"permissions.ask", f.Permissions.Ask}, {"permissions.deny", f.Permissions.Deny}} {
+		for _, r := range l.rules {
+			if _, err := permission.ParsePattern(r.Pattern); err != nil {
+				return &Error{Key: l.key, Msg: err.Error()}
+			}
+		}
 	}
 	for name, s := range f.MCP.Servers {
 		if (s.Command == "") == (s.URL == "") {

@@ -192,11 +192,6 @@ func (c *Config) SetString(v *Value, s string, src Source) {
 	}
 }
 
-// AddRule adds a rule given on the command line (or by any other source).
-func (c *Config) AddRule(list, pattern string, src Source) {
-	c.Rules = append(c.Rules, SourcedRule{Rule: Rule{Pattern: pattern}, List: list, Source: src})
-}
-
 // Print writes the merged configuration, one setting a line with where it
 // came from, in TOML a user can copy into a file.
 func (c *Config) Print(w io.Writer) {

@@ -56,6 +56,8 @@ func TestDecideShell(t *testing.T) {
 		{"git push origin main && rm -rf x", Deny, "bash(rm -rf *)"},
 		{"'go' \"test\" ./...", Allow, "bash(go test *)"},
 		{"X=1 go test ./...", None, ""},
+		{"git status > /etc/motd", None, ""},
+		{"echo hi > out.txt", Allow, "bash(echo *)"},
 		{"f() { rm x; }; go test", None, ""},
 		{"go test ./... (", None, ""}, // does not parse: only the whole text can match
 		{"rm -rf ( ", Deny, "bash(rm -rf *)"},
@@ -180,11 +182,11 @@ func TestBadPatterns(t *testing.T) {
 }
 
 func TestCommandParts(t *testing.T) {
-	got, err := CommandParts(`a 1 && b "2 3" | c; d $(e f) || (g); h=1 i`)
+	got, err := CommandParts(`a 1 && b "2 3" | c; d $(e f) || (g); h=1 i > out 2>&1`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a 1", "b 2 3", "c", "d $(e f)", "e f", "g", "h=1 i"}
+	want := []string{"a 1", "b 2 3", "c", "d $(e f)", "e f", "g", "h=1 i >out 2>&1"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("parts (-want +got):\n%s", d)
 	}
@@ -228,4 +230,42 @@ func FuzzCommandParts(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSuggestAllowsTheCall(t *testing.T) {
+	for _, tc := range []struct {
+		req           Request
+		exact, broad  []string
+		coversAnother Request
+	}{
+		{bash("go test ./... && git status"), []string{"bash(go test ./...)", "bash(git status)"}, []string{"bash(go test *)", "bash(git status *)"}, bash("go test -run X")},
+		{bash("rm -f hello.txt"), []string{"bash(rm -f hello.txt)"}, []string{"bash(rm *)"}, bash("rm other")},
+		{Request{Tool: "edit", Kind: "edit", Paths: []string{"docs/a/b.md"}}, []string{"edit(docs/a/b.md)"}, []string{"edit(docs/a/**)"}, Request{Tool: "edit", Kind: "edit", Paths: []string{"docs/a/c.md"}}},
+		{Request{Tool: "mcp__x__y", Kind: "exec"}, []string{"mcp__x__y"}, []string{"mcp__x__y"}, Request{Tool: "mcp__x__y", Kind: "exec"}},
+	} {
+		s := Suggest(tc.req)
+		if d := cmp.Diff(tc.exact, s.Exact); d != "" {
+			t.Errorf("exact for %+v (-want +got):\n%s", tc.req, d)
+		}
+		if d := cmp.Diff(tc.broad, s.Pattern); d != "" {
+			t.Errorf("pattern for %+v (-want +got):\n%s", tc.req, d)
+		}
+		for _, list := range [][]string{s.Exact, s.Pattern} {
+			var rs []Rule
+			for _, p := range list {
+				rs = append(rs, Rule{Effect: Allow, Pattern: p})
+			}
+			e, err := New(rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := e.Decide(tc.req); d.Effect != Allow {
+				t.Errorf("%v does not allow the call it was suggested for (%+v)", list, tc.req)
+			}
+		}
+		e, _ := New([]Rule{{Effect: Allow, Pattern: s.Pattern[0]}})
+		if len(s.Pattern) == 1 && e.Decide(tc.coversAnother).Effect != Allow {
+			t.Errorf("pattern %v does not cover %+v", s.Pattern, tc.coversAnother)
+		}
+	}
 }

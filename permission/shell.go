@@ -8,8 +8,8 @@ import (
 )
 
 // CommandParts splits a shell command line into the simple commands it
-// runs, each as its words (with any leading assignments) joined by single
-// spaces: those chained with ;, &&, ||, |, those in $(...), `...`,
+// runs, each as its words (with any leading assignments, and its
+// redirections after them) joined by single spaces: those chained with ;, &&, ||, |, those in $(...), `...`,
 // subshells, blocks, conditions and loops. Words that expand at run time
 // ($VAR, $(...)) are kept as written. Declarations, function definitions
 // and other commands that are not simple are returned as written, so that
@@ -23,16 +23,22 @@ func CommandParts(cmd string) ([]string, error) {
 	var parts []string
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
-		case *syntax.CallExpr:
-			if len(n.Args) == 0 && len(n.Assigns) == 0 {
+		case *syntax.Stmt:
+			call, ok := n.Cmd.(*syntax.CallExpr)
+			if !ok || len(call.Args) == 0 && len(call.Assigns) == 0 {
 				return true
 			}
 			var words []string
-			for _, a := range n.Assigns {
+			for _, a := range call.Assigns {
 				words = append(words, source(a))
 			}
-			for _, w := range n.Args {
+			for _, w := range call.Args {
 				words = append(words, wordText(w))
+			}
+			// Redirections are part of what the command does: a rule
+			// for "echo hi" does not cover "echo hi > ~/.bashrc".
+			for _, r := range n.Redirs {
+				words = append(words, redirText(r))
 			}
 			parts = append(parts, strings.Join(words, " "))
 		case *syntax.DeclClause, *syntax.FuncDecl, *syntax.CoprocClause, *syntax.LetClause:
@@ -74,4 +80,17 @@ func source(n syntax.Node) string {
 		return fmt.Sprintf("%v", n)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// redirText is a redirection as written: "2>&1", ">out".
+func redirText(r *syntax.Redirect) string {
+	s := ""
+	if r.N != nil {
+		s = r.N.Value
+	}
+	s += r.Op.String()
+	if r.Word != nil {
+		s += wordText(r.Word)
+	}
+	return s
 }

@@ -41,9 +41,11 @@ func goldenEvents() map[string]Event {
 			Blocks:     []Block{{Type: BlockThinking, Text: "The edit is small.", Signature: "c2lnbmF0dXJl"}, {Type: BlockToolUse, ID: "call_4", Name: "read", Input: json.RawMessage(`{"path":"auth.go"}`)}},
 			StopReason: "tool_use", Usage: Usage{InputTokens: 1200, OutputTokens: 30, CacheWriteTokens: 200, CacheReadTokens: 900}, Model: "claude-sonnet-4-6",
 		}),
-		"restored":        ev(10, TypeRestored, Restored{Session: "s1", ToSeq: 1, Fork: "s2", Files: map[string]string{"auth.go": "abc", "new.go": ""}, NotUndone: []string{"call_3"}}),
-		"workdir_changed": ev(11, TypeWorkdirChanged, WorkdirChanged{From: "/work/app", To: "/work/copy"}),
-		"restore_started": ev(12, TypeRestoreStarted, RestoreStarted{ToSeq: 1, Head: 11, Undo: "s1-r11", Workdir: "/work/copy"}),
+		"restored":             ev(10, TypeRestored, Restored{Session: "s1", ToSeq: 1, Fork: "s2", Files: map[string]string{"auth.go": "abc", "new.go": ""}, NotUndone: []string{"call_3"}}),
+		"workdir_changed":      ev(11, TypeWorkdirChanged, WorkdirChanged{From: "/work/app", To: "/work/copy"}),
+		"restore_started":      ev(12, TypeRestoreStarted, RestoreStarted{ToSeq: 1, Head: 11, Undo: "s1-r11", Workdir: "/work/copy"}),
+		"permission_decided":   ev(14, TypePermissionDecided, PermissionDecided{CallID: "call_4", Tool: "bash", Effect: "deny", Rule: "bash(git push *)", Source: "project /work/app/.lite-agent/config.toml", Reason: "pushes go through CI"}),
+		"tool_started_sandbox": ev(15, TypeToolStarted, ToolStarted{CallID: "call_5", Tool: "bash", Input: json.RawMessage(`{"command":"go test ./..."}`), Approval: "rule", Sandbox: "workspace-write"}),
 	}
 }
 

@@ -87,7 +87,7 @@ func (e Event) Known() bool {
 		TypeFileSnapshot, TypeToolFinished, TypeTurnCompleted, TypeTurnInterrupted,
 		TypeRecoveryAcknowledged, TypeRestored, TypeProjectContext, TypeCompaction,
 		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished,
-		TypeWorkdirChanged, TypeRestoreStarted:
+		TypeWorkdirChanged, TypeRestoreStarted, TypePermissionDecided:
 		return true
 	}
 	return false
@@ -192,8 +192,12 @@ type ToolStarted struct {
 	Input  json.RawMessage `json:"input,omitempty"`
 	// Paths are the files the tool is about to touch, where known.
 	Paths []string `json:"paths,omitempty"`
-	// Approval records how the call was approved ("auto", "once", "session").
+	// Approval records how the call was approved ("auto", "once",
+	// "session", or "rule" when a permission rule allowed it).
 	Approval string `json:"approval,omitempty"`
+	// Sandbox is the sandbox a shell command ran in ("workspace-write",
+	// "read-only", "off"; "" for tools that run no command).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // FileSnapshot records a file as it was before a tool first changed it after

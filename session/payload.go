@@ -13,7 +13,7 @@ var (
 	messageFields  = []string{"blocks", "stop_reason", "usage", "model"}
 	blockFields    = []string{"type", "text", "id", "name", "input", "tool_use_id", "is_error", "signature"}
 	usageFields    = []string{"input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"}
-	startedFields  = []string{"call_id", "tool", "input", "paths", "approval"}
+	startedFields  = []string{"call_id", "tool", "input", "paths", "approval", "sandbox"}
 	snapshotFields = []string{"call_id", "path", "existed", "mode", "content", "digest"}
 	finishedFields = []string{"call_id", "tool", "output", "is_error", "denied", "files", "untracked"}
 )
@@ -187,8 +187,8 @@ func (s *scanner) usage() (Usage, bool) {
 	return u, ok
 }
 
-// decodeStarted decodes a tool_started payload; Input and Approval are left
-// out.
+// decodeStarted decodes a tool_started payload; Input, Approval and
+// Sandbox are left out.
 func decodeStarted(e Event, p *ToolStarted) bool {
 	if scanStarted(e.Data, p) {
 		return true
@@ -196,7 +196,7 @@ func decodeStarted(e Event, p *ToolStarted) bool {
 	if !fallback(e, p) {
 		return false
 	}
-	p.Input, p.Approval = nil, ""
+	p.Input, p.Approval, p.Sandbox = nil, "", ""
 	return true
 }
 
@@ -217,7 +217,7 @@ func scanStarted(data []byte, p *ToolStarted) bool {
 			_, ok = s.skip()
 		case name == "paths":
 			p.Paths, ok = s.strings()
-		case name == "approval":
+		case name == "approval", name == "sandbox":
 			ok = s.skipString()
 		}
 		return ok

@@ -18,7 +18,7 @@ func keepMessage(p AssistantMessage) AssistantMessage {
 	return p
 }
 func keepStarted(p ToolStarted) ToolStarted {
-	p.Input, p.Approval = nil, ""
+	p.Input, p.Approval, p.Sandbox = nil, "", ""
 	return p
 }
 func keepSnapshot(p FileSnapshot) FileSnapshot { return FileSnapshot{Path: p.Path} }

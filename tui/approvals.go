@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"time"
 
 	liteagent "github.com/lite-agent/lite-agent"
 )
@@ -23,8 +24,19 @@ func NewApprovals() *Approvals {
 type approvalAsk struct {
 	ctx      context.Context
 	req      liteagent.ApprovalRequest
-	reply    chan liteagent.Decision // buffered: the screen never blocks on it
-	answered chan struct{}           // closed by the screen once it replied
+	reply    chan verdict  // buffered: the screen never blocks on it
+	answered chan struct{} // closed by the screen once it replied
+	// Set by the screen: when the question appeared, and the choice the
+	// arrow keys point at (-1: none yet).
+	shown    time.Time
+	selected int
+}
+
+// verdict is the screen's answer: a decision, and for a deny the reason the
+// model is told ("" for none).
+type verdict struct {
+	d      liteagent.Decision
+	reason string
 }
 
 // Approve is a liteagent.ApprovalFunc. It runs on the agent's goroutine:
@@ -32,27 +44,30 @@ type approvalAsk struct {
 // ends (the turn was cancelled or the agent closed) it returns Deny with
 // ctx's error and the screen dismisses the question.
 func (p *Approvals) Approve(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
-	ask := &approvalAsk{ctx: ctx, req: req, reply: make(chan liteagent.Decision, 1), answered: make(chan struct{})}
+	ask := &approvalAsk{ctx: ctx, req: req, reply: make(chan verdict, 1), answered: make(chan struct{}), selected: -1}
 	select {
 	case p.asks <- ask:
 	case <-ctx.Done():
 		return liteagent.Deny, ctx.Err()
 	}
 	select {
-	case d := <-ask.reply:
-		return d, nil
+	case r := <-ask.reply:
+		if r.d == liteagent.Deny && r.reason != "" {
+			return liteagent.Deny, &liteagent.DeniedError{Reason: r.reason}
+		}
+		return r.d, nil
 	case <-ctx.Done():
 		return liteagent.Deny, ctx.Err()
 	}
 }
 
 // answer replies once; later calls do nothing.
-func (a *approvalAsk) answer(d liteagent.Decision) {
+func (a *approvalAsk) answer(d liteagent.Decision, reason string) {
 	select {
 	case <-a.answered:
 		return
 	default:
 	}
-	a.reply <- d
+	a.reply <- verdict{d, reason}
 	close(a.answered)
 }

@@ -157,7 +157,23 @@ func TestEndToEndInTmux(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "a.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a.txt exists before the approval: %v", err)
 	}
-	x.keys("y")
+	// Text typed while the approval is open lands in the input and takes
+	// no decision, whatever its letters ("a" of "what", "n" of "sessions").
+	for _, text := range []string{"what about tests", "/sessions"} {
+		x.typeText(text)
+		s := x.waitFor("› "+text, "Allow write a.txt (1 line)?", "y allow once")
+		if strings.Contains(s, "✓ write a.txt") || strings.Contains(s, "⊘ write a.txt") || strings.Contains(s, "sessions in ") {
+			t.Fatalf("typing %q answered the approval or ran a command:\n%s", text, s)
+		}
+		x.keys("C-u")
+		x.waitFor("Ask lite-agent to do something", "Allow write a.txt (1 line)?")
+	}
+	if _, err := os.Stat(filepath.Join(work, "a.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a.txt exists after typing text at the approval: %v", err)
+	}
+	x.keys("Down")
+	x.waitFor("› y allow once")
+	x.keys("Enter")
 	x.waitFor("✓ write a.txt", "Wrote a.txt for you.")
 	if b, err := os.ReadFile(filepath.Join(work, "a.txt")); err != nil || string(b) != "from the TUI\n" {
 		t.Fatalf("a.txt = %q, %v", b, err)

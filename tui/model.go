@@ -232,7 +232,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	case tea.PasteMsg:
-		if m.mode == modeInput && len(m.asks) == 0 {
+		if m.mode == modeInput {
 			var cmd tea.Cmd
 			m.input, cmd = m.input.Update(msg)
 			return cmd
@@ -393,7 +393,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	m.armed, m.hint = false, ""
 	if len(m.asks) > 0 && m.mode == modeInput {
-		return m.approvalKey(k)
+		if cmd, done := m.approvalKey(k); done {
+			return cmd
+		}
 	}
 	switch m.mode {
 	case modePicker:
@@ -542,6 +544,7 @@ func (m *model) turnDone(msg turnDoneMsg) tea.Cmd {
 
 // asked shows an approval request over the input.
 func (m *model) asked(a *approvalAsk) tea.Cmd {
+	a.shown = m.now()
 	m.asks = append(m.asks, a)
 	if c := m.tr.call(a.req.CallID, a.req.Tool, a.req.Input); c.tool.state == toolRequested {
 		c.tool.state = toolAsking
@@ -556,37 +559,6 @@ func (m *model) asked(a *approvalAsk) tea.Cmd {
 			return nil
 		}
 	}
-}
-
-func (m *model) approvalKey(k tea.KeyPressMsg) tea.Cmd {
-	a := m.asks[0]
-	var d liteagent.Decision
-	switch k.String() {
-	case "y":
-		d = liteagent.AllowOnce
-	case "a":
-		d = liteagent.AllowSession
-	case "n":
-		d = liteagent.Deny
-	case "esc":
-		if m.cancel != nil {
-			m.cancel()
-			m.hint = "cancelling the turn…"
-		}
-		return nil
-	case "pgup":
-		m.scrollUp(max(1, m.transcriptRows()-2))
-		return nil
-	case "pgdown":
-		m.scrollDown(max(1, m.transcriptRows()-2))
-		return nil
-	default:
-		m.hint = "answer y, a or n (esc cancels the turn)"
-		return nil
-	}
-	a.answer(d)
-	m.dropAsk(a)
-	return nil
 }
 
 func (m *model) dropAsk(a *approvalAsk) {

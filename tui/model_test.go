@@ -12,6 +12,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/config"
+	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
 )
@@ -207,28 +209,49 @@ func TestCtrlCAndEsc(t *testing.T) {
 	})
 }
 
+// openApproval shows an approval for req on a fresh screen and returns
+// the screen and where the decision arrives.
+func openApproval(t *testing.T, req liteagent.ApprovalRequest, opts Options) (*model, chan error, chan liteagent.Decision) {
+	t.Helper()
+	p := NewApprovals()
+	got, errs := make(chan liteagent.Decision, 1), make(chan error, 1)
+	go func() {
+		d, err := p.Approve(t.Context(), req)
+		got <- d
+		errs <- err
+	}()
+	m := newViewModel(t, 100, 30)
+	m.opts.Rules, m.opts.ProjectConfig = opts.Rules, opts.ProjectConfig
+	m.Update(askMsg{<-p.asks})
+	return m, errs, got
+}
+
 func TestApprovals(t *testing.T) {
+	req := liteagent.ApprovalRequest{CallID: "c1", Tool: "write", Input: []byte(`{"path":"a"}`)}
 	tests := []struct {
 		key  rune
 		want liteagent.Decision
 	}{{'y', liteagent.AllowOnce}, {'a', liteagent.AllowSession}, {'n', liteagent.Deny}}
 	for _, tt := range tests {
 		t.Run(string(tt.key), func(t *testing.T) {
-			p := NewApprovals()
-			got := make(chan liteagent.Decision, 1)
-			go func() {
-				d, err := p.Approve(t.Context(), liteagent.ApprovalRequest{CallID: "c1", Tool: "write", Input: []byte(`{"path":"a"}`)})
-				if err != nil {
-					t.Error(err)
-				}
-				got <- d
-			}()
-			m := newViewModel(t, 80, 24)
-			m.Update(askMsg{<-p.asks})
-			m.Update(runeKey('q')) // not an answer
-			if len(m.asks) != 1 || !strings.Contains(screen(m), "answer y, a or n") {
-				t.Fatalf("q answered the question; screen:\n%s", screen(m))
+			m, _, got := openApproval(t, req, Options{})
+			// A key pressed as the question appears was typed before it:
+			// it goes to the input, and answers nothing.
+			m.Update(runeKey(tt.key))
+			if len(m.asks) != 1 || m.input.Value() != string(tt.key) {
+				t.Fatalf("an early %c answered (input %q); screen:\n%s", tt.key, m.input.Value(), screen(m))
 			}
+			m.input.Reset()
+			m.now = func() time.Time { return clock.Add(approvalSettle) }
+			m.Update(runeKey('q')) // not an answer: it lands in the input
+			if len(m.asks) != 1 || m.input.Value() != "q" {
+				t.Fatalf("q answered the question or was lost; screen:\n%s", screen(m))
+			}
+			m.Update(runeKey(tt.key)) // the input is not empty: still text
+			if len(m.asks) != 1 || m.input.Value() != "q"+string(tt.key) {
+				t.Fatalf("a key typed after text answered; screen:\n%s", screen(m))
+			}
+			m.input.Reset()
 			m.Update(runeKey(tt.key))
 			if d := <-got; d != tt.want {
 				t.Fatalf("decision %v, want %v", d, tt.want)
@@ -238,36 +261,72 @@ func TestApprovals(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a cancelled turn dismisses the question", func(t *testing.T) {
-		p := NewApprovals()
-		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := p.Approve(ctx, liteagent.ApprovalRequest{CallID: "c1", Tool: "bash"})
-			errc <- err
-		}()
-		m := newViewModel(t, 80, 24)
-		ask := <-p.asks
-		_, cmd := m.Update(askMsg{ask})
-		cancel()
-		if err := <-errc; !errors.Is(err, context.Canceled) {
-			t.Fatalf("Approve returned %v, want context.Canceled", err)
+}
+
+// Typing text while an approval is open takes no decision, whatever the
+// letters; the text stays in the input and enter sends it as a prompt.
+// Arrows and enter answer at once, settled or not.
+func TestApprovalTypeAheadAndArrows(t *testing.T) {
+	m, _, got := openApproval(t, liteagent.ApprovalRequest{CallID: "c1", Tool: "bash", Kind: "exec", Input: []byte(`{"command":"rm -f hello.txt"}`)}, Options{})
+	m.now = func() time.Time { return clock.Add(time.Hour) }
+	for _, text := range []string{"what about tests", "/sessions"} {
+		typeText(m, text)
+		if len(m.asks) != 1 || m.input.Value() != text {
+			t.Fatalf("typing %q: input %q, %d questions; screen:\n%s", text, m.input.Value(), len(m.asks), screen(m))
 		}
-		// The command watching the request reports it gone.
-		msg := waitFor[askGoneMsg](t, cmd)
-		m.Update(msg)
-		if len(m.asks) != 0 {
-			t.Fatal("the question was not dismissed")
+		if !strings.Contains(screen(m), text) || !strings.Contains(screen(m), "Allow bash") {
+			t.Fatalf("the input or the question is not on screen:\n%s", screen(m))
 		}
-	})
-	t.Run("Approve returns when nobody shows it", func(t *testing.T) {
-		p := NewApprovals()
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-		defer cancel()
-		if _, err := p.Approve(ctx, liteagent.ApprovalRequest{}); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("got %v", err)
-		}
-	})
+		m.input.Reset()
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}) // nothing chosen, empty input
+	if len(m.asks) != 1 {
+		t.Fatal("enter with nothing chosen answered")
+	}
+	m.Update(keyDown)
+	m.Update(keyDown)
+	if !strings.Contains(screen(m), "› a allow bash for this session") {
+		t.Fatalf("the choice is not marked:\n%s", screen(m))
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	if d := <-got; d != liteagent.AllowSession {
+		t.Fatalf("decision %v", d)
+	}
+}
+
+// A deny carries the input's text to the model; "allow this pattern"
+// adds a rule and "save" writes it to the project's config file.
+func TestApprovalDenyReasonAndRules(t *testing.T) {
+	bashReq := liteagent.ApprovalRequest{CallID: "c1", Tool: "bash", Kind: "exec", Input: []byte(`{"command":"go test ./... && go vet ./..."}`)}
+	m, errs, got := openApproval(t, bashReq, Options{})
+	typeText(m, "use make test instead")
+	for range 3 { // y, a, n
+		m.Update(keyDown)
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	var de *liteagent.DeniedError
+	if d, err := <-got, <-errs; d != liteagent.Deny || !errors.As(err, &de) || de.Reason != "use make test instead" {
+		t.Fatalf("got %v %v, want a deny with the reason", d, err)
+	}
+
+	rules, _ := permission.New(nil)
+	cfg := filepath.Join(t.TempDir(), ".lite-agent", "config.toml")
+	m, _, got = openApproval(t, bashReq, Options{Rules: rules, ProjectConfig: cfg})
+	m.now = func() time.Time { return clock.Add(time.Second) }
+	if s := screen(m); !strings.Contains(s, "p allow bash(go test *) bash(go vet *) this session") || !strings.Contains(s, "e allow exactly bash(go test ./...) bash(go vet ./...)") {
+		t.Fatalf("the rule choices are not offered:\n%s", s)
+	}
+	m.Update(runeKey('s'))
+	if d := <-got; d != liteagent.AllowOnce {
+		t.Fatalf("decision %v", d)
+	}
+	if d := rules.Decide(permission.Request{Tool: "bash", Kind: "exec", Command: "go test -run X ./tui"}); d.Effect != permission.Allow {
+		t.Fatalf("the pattern was not added: %+v", d)
+	}
+	f, err := config.Read(cfg)
+	if err != nil || f == nil || len(f.Permissions.Allow) != 2 || f.Permissions.Allow[0].Pattern+f.Permissions.Allow[1].Pattern != "bash(go vet *)bash(go test *)" {
+		t.Fatalf("saved %+v, %v", f, err)
+	}
 }
 
 // waitFor runs cmd (and the commands of batches it returns) until one
@@ -452,7 +511,7 @@ func TestWithAgent(t *testing.T) {
 		if s := screen(d.m); !strings.Contains(s, "Allow write a.txt (1 line)?") || !strings.Contains(s, "+ hello") {
 			t.Fatalf("approval screen:\n%s", s)
 		}
-		d.key(runeKey('y'))
+		d.key(keyDown, keyEnter) // a deliberate choice: "allow once"
 		d.until("the turn to end", func() bool { return !d.m.busy })
 		d.shows("Wrote a.txt.")
 		d.shows("✓ write a.txt")
@@ -615,7 +674,7 @@ func TestWithAgent(t *testing.T) {
 		d.key(keyEnter)
 		d.until("the approval", func() bool { return len(d.m.asks) > 0 })
 		d.shows("Allow write b.txt (1 line)?")
-		d.key(runeKey('y'))
+		d.key(keyDown, keyEnter)
 		d.until("the turn", func() bool { return !d.m.busy && strings.Contains(screen(d.m), "went on") })
 		d.shows("✓ write b.txt")
 		if _, err := os.Stat(filepath.Join(a.Workdir(), "b.txt")); err != nil {

@@ -88,8 +88,10 @@ func (m *model) hasTasks() bool { return m.tasks != nil && len(m.tasks.Tasks) > 
 // screens, and never the rows the input or a question needs.
 func (m *model) taskLimit() int {
 	bottom := 1 + m.input.Height() // the rule and the input
-	if p := m.panel(); p != nil {
+	if p := m.panel(); p != nil && !m.asking() {
 		bottom = len(p)
+	} else if p != nil {
+		bottom += len(p)
 	}
 	return max(0, min(1+maxTaskRows, m.height/4, m.height-3-bottom))
 }

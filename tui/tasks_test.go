@@ -86,7 +86,7 @@ func TestTaskScreens(t *testing.T) {
 			gotList(m, taskList("", 5, 1, texts...))
 			feed(m, l.message(toolUse("c1", "bash", `{"command":"go test ./parser"}`)))
 			m.busy, m.started = true, clock.Add(-2*time.Second)
-			m.Update(askMsg{&approvalAsk{ctx: t.Context(), req: liteagent.ApprovalRequest{Session: sid, CallID: "c1", Tool: "bash", Input: []byte(`{"command":"go test ./parser"}`)}, reply: make(chan liteagent.Decision, 1), answered: make(chan struct{})}})
+			m.Update(askMsg{&approvalAsk{ctx: t.Context(), req: liteagent.ApprovalRequest{Session: sid, CallID: "c1", Tool: "bash", Input: []byte(`{"command":"go test ./parser"}`)}, reply: make(chan verdict, 1), answered: make(chan struct{}), selected: -1}})
 		}},
 	}
 	for _, tt := range tests {
@@ -282,7 +282,7 @@ func TestJobCountWithAgent(t *testing.T) {
 	d.typeText("start it")
 	d.key(keyEnter)
 	d.until("the approval", func() bool { return len(d.m.asks) > 0 })
-	d.key(runeKey('y'))
+	d.key(keyDown, keyEnter)
 	d.shows("1 job running")
 	if err := os.WriteFile(filepath.Join(a.Workdir(), "go"), nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/lite-agent/lite-agent/permission"
 	"io"
 	"os"
 
@@ -15,6 +16,13 @@ type Options struct {
 	// Approvals is the bridge whose Approve method the agent was created
 	// with (liteagent.Options.Approve); nil when the agent asks nothing.
 	Approvals *Approvals
+	// Rules is the permission engine the agent was created with
+	// (liteagent.Options.Permissions); with it an approval also offers to
+	// allow the exact call or a pattern for the session. ProjectConfig,
+	// when set, is the project's config file such a pattern can be saved
+	// to.
+	Rules         *permission.Engine
+	ProjectConfig string
 	// SessionDB names where sessions are stored (--session-db), for
 	// messages; "" means sessions are not persisted, and /sessions,
 	// /checkpoints and /fork say they need one.

@@ -31,7 +31,10 @@ func (m *model) View() tea.View {
 		rows = append(rows, tr...)
 		rows = append(rows, tasks...)
 		rows = append(rows, m.activity(below))
-		if panel == nil {
+		if panel != nil {
+			rows = append(rows, panel...)
+		}
+		if panel == nil || m.asking() {
 			rows = append(rows, m.rule(""))
 			inputTop := len(rows)
 			rows = append(rows, strings.Split(m.input.View(), "\n")...)
@@ -39,8 +42,6 @@ func (m *model) View() tea.View {
 				c.Position.Y += inputTop
 				v.Cursor = c
 			}
-		} else {
-			rows = append(rows, panel...)
 		}
 	}
 	for len(rows) < m.height-1 {
@@ -61,11 +62,16 @@ func (m *model) transcriptRows() int {
 	bottom := 2 + len(m.taskPanel()) // activity and status lines, and the task list
 	if p := m.panel(); p != nil {
 		bottom += len(p)
-	} else {
+	}
+	if m.panel() == nil || m.asking() {
 		bottom += 1 + m.input.Height()
 	}
 	return max(1, m.height-bottom)
 }
+
+// asking reports whether an approval is shown: the input stays under it,
+// and what is typed lands there.
+func (m *model) asking() bool { return len(m.asks) > 0 && m.mode == modeInput }
 
 // panel returns the rows of the question shown in place of the input, nil
 // when the input is shown.
@@ -83,19 +89,15 @@ func (m *model) panel() []string {
 		rows = append(rows, prefixed(wrap(c.question, w-2), th.warn.Render("? "), "  ", th.user)...)
 		rows = append(rows, prefixed(wrap(c.keys, w-2), "  ", "  ", th.key)...)
 	case len(m.asks) > 0:
-		a := m.asks[0]
-		what := a.req.Tool
-		if s := summary(a.req.Tool, decodeInput(a.req.Input), a.req.Input); s != "" {
-			what += " " + s
-		}
-		rows = append(rows, m.rule("approval"))
-		rows = append(rows, prefixed(wrap("Allow "+short(what, 200)+"?", w-2), th.warn.Render("? "), "  ", th.user)...)
-		keys := fmt.Sprintf("y allow once · a allow %s for this session · n deny · esc cancel the turn", a.req.Tool)
-		rows = append(rows, prefixed(wrap(keys, w-2), "  ", "  ", th.key)...)
+		rows = m.approvalRows(m.asks[0])
 	default:
 		return nil
 	}
-	if limit := m.height - 4; len(rows) > limit {
+	limit := m.height - 4
+	if m.asking() {
+		limit -= 1 + m.input.Height()
+	}
+	if limit = max(limit, 2); len(rows) > limit {
 		rows = append(rows[:limit-1], th.dim.Render("  …"))
 	}
 	return rows

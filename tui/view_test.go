@@ -58,7 +58,7 @@ func TestScreens(t *testing.T) {
 			feed(m, l.start(), l.prompt("Write the notes"),
 				l.message(text("Writing them."), toolUse("c1", "write", `{"path":"notes.md","content":"one\ntwo\n"}`)))
 			m.busy, m.started = true, clock.Add(-3*time.Second)
-			m.Update(askMsg{&approvalAsk{ctx: t.Context(), req: liteagent.ApprovalRequest{Session: sid, CallID: "c1", Tool: "write", Input: []byte(`{"path":"notes.md","content":"one\ntwo\n"}`)}, reply: make(chan liteagent.Decision, 1), answered: make(chan struct{})}})
+			m.Update(askMsg{&approvalAsk{ctx: t.Context(), req: liteagent.ApprovalRequest{Session: sid, CallID: "c1", Tool: "write", Input: []byte(`{"path":"notes.md","content":"one\ntwo\n"}`)}, reply: make(chan verdict, 1), answered: make(chan struct{}), selected: -1}})
 		}},
 		{"sessions", 0, func(t *testing.T, m *model) {
 			m.sessionID = sid

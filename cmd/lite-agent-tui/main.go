@@ -24,6 +24,7 @@ func (c client) Run(ctx context.Context, a *liteagent.Agent, o cli.ScreenOptions
 	return tui.Run(ctx, a, &tui.Options{
 		Approvals: c.approvals, SessionDB: o.SessionDB, Model: o.Model,
 		Input: o.Input, Output: o.Output, Interrupt: o.Interrupt,
+		Rules: o.Rules, ProjectConfig: o.ProjectConfig,
 	})
 }
 

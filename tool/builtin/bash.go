@@ -69,6 +69,26 @@ type Bash struct {
 	// them (the model is told to run the command in the foreground). The
 	// agent sets it to its own job table.
 	Jobs JobRunner
+	// Sandbox confines every command, foreground and background; nil
+	// runs them unconfined. package sandbox's *Policy is one.
+	Sandbox Launcher
+}
+
+// Launcher starts commands confined. Wrap rewrites a command not yet
+// started so that it starts confined (it keeps Dir, Env, the files and
+// SysProcAttr); Name is the confinement's name, recorded with each call.
+type Launcher interface {
+	Wrap(cmd *exec.Cmd) error
+	Name() string
+}
+
+// SandboxMode names the sandbox commands run in: the Launcher's Name, or
+// "off" without one.
+func (b Bash) SandboxMode() string {
+	if b.Sandbox == nil {
+		return "off"
+	}
+	return b.Sandbox.Name()
 }
 
 // HiddenEnv names the variables Bash leaves out of the default environment.
@@ -151,7 +171,7 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 		return b.background(ctx, call, in, timeout, grace)
 	}
 	out := newHeadTail(maxOut)
-	p, err := startProc(call.Root.Dir(), b.environ(), in.Command, out)
+	p, err := startProc(call.Root.Dir(), b.environ(), in.Command, out, b.Sandbox)
 	if err != nil {
 		return tool.Errorf("cannot start bash: %v", err)
 	}
@@ -326,17 +346,22 @@ type proc struct {
 }
 
 // startProc starts command with bash -c in dir, in a session of its own,
-// its stdout and stderr copied to out.
-func startProc(dir string, env []string, command string, out io.Writer) (*proc, error) {
+// its stdout and stderr copied to out, through sandbox when it is not nil.
+func startProc(dir string, env []string, command string, out io.Writer, sandbox Launcher) (*proc, error) {
+	cmd := exec.Command("bash", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if sandbox != nil {
+		if err := sandbox.Wrap(cmd); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("bash", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
@@ -428,7 +453,7 @@ func (b Bash) background(ctx context.Context, call tool.Call, in bashInput, time
 		timeout = 0
 	}
 	j := &Job{command: in.Command, out: &tailBuffer{max: jobOutputCap}, stop: make(chan struct{}), done: make(chan struct{}), state: JobState{Running: true, ExitCode: -1}}
-	p, err := startProc(call.Root.Dir(), b.environ(), in.Command, j.out)
+	p, err := startProc(call.Root.Dir(), b.environ(), in.Command, j.out, b.Sandbox)
 	if err != nil {
 		return tool.Errorf("cannot start bash: %v", err)
 	}

@@ -11,11 +11,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tool"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Launch() // the sandbox tests re-execute this binary as their launcher
 	goleak.VerifyTestMain(m)
 }
 

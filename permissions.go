@@ -1,0 +1,72 @@
+package liteagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lite-agent/lite-agent/permission"
+	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool"
+)
+
+// DeniedError is what an ApprovalFunc returns, with Deny, to refuse a call
+// and tell the model why: the call is denied (the turn goes on) and Reason
+// is part of what the model reads.
+type DeniedError struct{ Reason string }
+
+func (e *DeniedError) Error() string { return "denied: " + e.Reason }
+
+// Sandboxed is implemented by tools that run commands in a sandbox; the
+// mode is recorded with each call in its tool_started event.
+type Sandboxed interface {
+	SandboxMode() string
+}
+
+// ruleRequest describes a call to the permission engine: the command of
+// a shell tool, the paths of a file tool (those it changes, or the path
+// its input names).
+func (s *Session) ruleRequest(c call, spec tool.Spec, paths []string) permission.Request {
+	req := permission.Request{Tool: c.name, Kind: string(spec.Kind), Paths: paths}
+	var in struct {
+		Command string `json:"command"`
+		Path    string `json:"path"`
+	}
+	_ = json.Unmarshal(c.input, &in) // a bad input matches no argument pattern
+	if spec.Kind == tool.KindExec {
+		req.Command = in.Command
+	}
+	if len(paths) == 0 && spec.Kind != tool.KindExec {
+		p := in.Path
+		if p == "" {
+			p = "."
+		}
+		if rel, err := s.root.Rel(p); err == nil {
+			req.Paths = []string{rel}
+		}
+	}
+	return req
+}
+
+// decideByRule asks the permission engine about the call and records a
+// decision it takes in the log. It returns the effect (permission.None when
+// no rule matched) and, for a deny, what the model is told.
+func (s *Session) decideByRule(ctx context.Context, c call, spec tool.Spec, paths []string) (permission.Effect, string, error) {
+	if s.a.opts.Permissions == nil {
+		return permission.None, "", nil
+	}
+	d := s.a.opts.Permissions.Decide(s.ruleRequest(c, spec, paths))
+	if d.Effect == permission.None {
+		return permission.None, "", nil
+	}
+	ev := session.PermissionDecided{CallID: c.id, Tool: c.name, Effect: string(d.Effect), Rule: d.Rule.Name(), Source: d.Rule.Source, Reason: d.Rule.Reason}
+	if err := s.append(ctx, mustEvent(session.TypePermissionDecided, ev)); err != nil {
+		return permission.None, "", err
+	}
+	return d.Effect, deniedText(fmt.Sprintf("A permission rule denied this call: %s.", d.Reason())), nil
+}
+
+// deniedText is what the model reads for a denied call.
+func deniedText(why string) string {
+	return why + " It was not run. Do not retry it; ask the user or take another approach."
+}
