@@ -44,6 +44,7 @@ func goldenEvents() map[string]Event {
 		"restored":        ev(10, TypeRestored, Restored{Session: "s1", ToSeq: 1, Fork: "s2", Files: map[string]string{"auth.go": "abc", "new.go": ""}, NotUndone: []string{"call_3"}}),
 		"workdir_changed": ev(11, TypeWorkdirChanged, WorkdirChanged{From: "/work/app", To: "/work/copy"}),
 		"restore_started": ev(12, TypeRestoreStarted, RestoreStarted{ToSeq: 1, Head: 11, Undo: "s1-r11", Workdir: "/work/copy"}),
+		"session_titled":  ev(14, TypeSessionTitled, SessionTitled{Title: "Refactor auth to contexts", By: TitleByModel}),
 	}
 }
 
