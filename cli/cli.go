@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"io"
 	"strings"
 )
@@ -69,6 +70,9 @@ type config struct {
 	resume, sessionInfo, recoveryInfo, checkpoints   string
 	restore, fork, deleteSession, export, importFile string
 	sessions                                         bool
+	search                                           string // --search QUERY
+	allWorkspaces                                    bool   // --all-workspaces: --search every namespace
+	limit                                            int    // --limit N: --search hits
 	to                                               int64
 	force                                            bool
 	salvage                                          bool // --salvage: with --export, the events that verify
@@ -107,11 +111,12 @@ func (c *config) ops() []op {
 		{"--delete-session", c.deleteSession != ""},
 		{"--export", c.export != ""},
 		{"--import", c.importFile != ""},
+		{"--search", c.search != ""},
 	}
 }
 
 func (c *config) inspection() bool {
-	return c.sessions || c.sessionInfo != "" || c.recoveryInfo != "" || c.checkpoints != "" || c.export != ""
+	return c.sessions || c.sessionInfo != "" || c.recoveryInfo != "" || c.checkpoints != "" || c.export != "" || c.search != ""
 }
 
 func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
@@ -133,6 +138,9 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.BoolVar(&c.salvage, "salvage", false, "with --export: write the events of a damaged log that verify, marked as salvaged, for --import")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
+	fs.StringVar(&c.search, "search", "", "find `QUERY`'s words in the prompts, answers, tool output and titles of this workspace's sessions; prints JSON hits, newest first")
+	fs.BoolVar(&c.allWorkspaces, "all-workspaces", false, "with --search: search the sessions of every workspace")
+	fs.IntVar(&c.limit, "limit", 0, "with --search: print at most `N` hits (default 50)")
 	fs.Var(&c.acknowledge, "acknowledge", "with --resume: acknowledge the interrupted tool call with review `TOKEN` (repeatable)")
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
@@ -192,6 +200,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--salvage goes with --export ID")
 	case c.retarget && c.restore == "" && c.resume == "":
 		return nil, usagef("--retarget goes with --resume or --restore")
+	case (c.allWorkspaces || c.limit != 0) && c.search == "":
+		return nil, usagef("--all-workspaces and --limit go with --search QUERY")
+	case c.limit < 0:
+		return nil, usagef("--limit must be a positive number of hits, not %d", c.limit)
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
 	case len(given) == 1 && c.resume == "" && c.prompt != "":
@@ -209,6 +221,11 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		case "edit", "bash", "all":
 		default:
 			return nil, usagef("--allow takes edit, bash or all, not %q", a)
+		}
+	}
+	if c.search != "" {
+		if _, err := checkpoint.ParseQuery(c.search); err != nil {
+			return nil, usagef("--search %q: give one or more words to look for", c.search)
 		}
 	}
 	if err := checkJobFlags(c); err != nil {
@@ -266,6 +283,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		return listCheckpoints(ctx, c, std)
 	case c.export != "":
 		return exportSession(ctx, c, std)
+	case c.search != "":
+		return searchSessions(ctx, c, std)
 	case c.importFile != "":
 		return importSession(ctx, c, std)
 	case c.restore != "":
