@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,20 @@ func TestSearchAcrossSessions(t *testing.T) {
 	after, _ := os.ReadFile(db)
 	if !bytes.Equal(before, after) {
 		t.Fatal("--search changed the database")
+	}
+
+	// The line mode's /sessions WORDS lists the sessions that mention them.
+	cmd := exec.Command(os.Args[0], "--workdir", workA, "--session-db", db, "--plain")
+	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader("/sessions lexer\n1\n/exit\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("line mode: %v\n%s", err, stderr.String())
+	}
+	lines := stderr.String()
+	if !strings.Contains(lines, "“Docs written for the lexer.”") || strings.Contains(lines, "Zebra") || !strings.Contains(lines, "loaded session") {
+		t.Fatalf("/sessions lexer in line mode:\n%s", lines)
 	}
 
 	for _, bad := range [][]string{
