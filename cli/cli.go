@@ -70,6 +70,7 @@ type config struct {
 	resume, sessionInfo, recoveryInfo, checkpoints   string
 	restore, fork, deleteSession, export, importFile string
 	sessions                                         bool
+	title                                            string // --title ID (the text is the prompt words)
 	search                                           string // --search QUERY
 	allWorkspaces                                    bool   // --all-workspaces: --search every namespace
 	limit                                            int    // --limit N: --search hits
@@ -112,6 +113,7 @@ func (c *config) ops() []op {
 		{"--export", c.export != ""},
 		{"--import", c.importFile != ""},
 		{"--search", c.search != ""},
+		{"--title", c.title != ""},
 	}
 }
 
@@ -138,6 +140,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.BoolVar(&c.salvage, "salvage", false, "with --export: write the events of a damaged log that verify, marked as salvaged, for --import")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
+	fs.StringVar(&c.title, "title", "", "rename session `ID`: lite-agent --title ID TEXT")
 	fs.StringVar(&c.search, "search", "", "find `QUERY`'s words in the prompts, answers, tool output and titles of this workspace's sessions; prints JSON hits, newest first")
 	fs.BoolVar(&c.allWorkspaces, "all-workspaces", false, "with --search: search the sessions of every workspace")
 	fs.IntVar(&c.limit, "limit", 0, "with --search: print at most `N` hits (default 50)")
@@ -206,7 +209,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--limit must be a positive number of hits, not %d", c.limit)
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
-	case len(given) == 1 && c.resume == "" && c.prompt != "":
+	case c.title != "" && strings.TrimSpace(c.prompt) == "":
+		return nil, usagef("--title ID needs the new title after it: lite-agent --session-db DB --title ID some words")
+	case len(given) == 1 && c.resume == "" && c.title == "" && c.prompt != "":
 		return nil, usagef("%s takes no prompt", given[0])
 	case c.demo && (len(given) > 0 || c.sessionDB != ""):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
@@ -285,6 +290,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		return exportSession(ctx, c, std)
 	case c.search != "":
 		return searchSessions(ctx, c, std)
+	case c.title != "":
+		return renameSession(ctx, c, std)
 	case c.importFile != "":
 		return importSession(ctx, c, std)
 	case c.restore != "":

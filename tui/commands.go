@@ -324,7 +324,7 @@ func (m *model) showSessions(list []session.Summary) {
 	}
 	m.openPicker(&picker{
 		title: "sessions in " + m.workspace(),
-		hint:  "↑↓ move · type to search titles and content · enter load · esc close",
+		hint:  "↑↓ move · type to search · enter load · esc close",
 		items: items,
 		pick: func(it pickItem) tea.Cmd {
 			return m.loadCmd(it.id, true, "loaded session "+it.id)

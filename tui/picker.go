@@ -126,7 +126,9 @@ func (p *picker) view(m *model, rows int) []string {
 	th := &m.theme
 	w := m.width
 	out := []string{th.user.Render(ansi.Truncate(p.title, w, "…"))}
-	if p.filter == "" {
+	if p.filter == "" && p.search != nil {
+		out = append(out, th.dim.Render("type to search titles and content"))
+	} else if p.filter == "" {
 		out = append(out, th.dim.Render("type to filter"))
 	} else {
 		out = append(out, "filter: "+p.filter)

@@ -60,21 +60,27 @@ func TestSearchAcrossSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The model's title (the fake model's: the prompt's first words) comes
+	// last, when the turn ends: it is the newest hit.
 	hits := search(t, workA, db, "zebra")
-	if len(hits) != 2 {
-		t.Fatalf("--search zebra in workspace a: %d hits, want the prompt and the answer: %+v", len(hits), hits)
+	if len(hits) != 3 {
+		t.Fatalf("--search zebra in workspace a: %d hits, want the title, the answer and the prompt: %+v", len(hits), hits)
 	}
-	if hits[0].Type != "assistant_message" || hits[0].Snippet != "The zebra parser is fixed." || hits[1].Type != "user_prompt" || hits[1].Snippet != "fix the Zebra parser" {
+	if hits[0].Type != "session_titled" || hits[0].Snippet != "Fix the Zebra parser" ||
+		hits[1].Type != "assistant_message" || hits[1].Snippet != "The zebra parser is fixed." ||
+		hits[2].Type != "user_prompt" || hits[2].Snippet != "fix the Zebra parser" {
 		t.Fatalf("hits not newest first with their snippets: %+v", hits)
 	}
-	if hits[0].Session != hits[1].Session || hits[0].Seq <= hits[1].Seq || hits[0].Time.Before(hits[1].Time) {
-		t.Fatalf("hits of one session should be newest first: %+v", hits)
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Session != hits[0].Session || hits[i-1].Seq <= hits[i].Seq || hits[i-1].Time.Before(hits[i].Time) {
+			t.Fatalf("hits of one session should be newest first: %+v", hits)
+		}
 	}
 	all := search(t, workA, db, "zebra", "--all-workspaces")
-	if len(all) != 4 || !strings.Contains(all[0].Snippet, "workspace b") {
+	if len(all) != 6 || all[0].Session == hits[0].Session || !strings.Contains(all[1].Snippet, "workspace b") {
 		t.Fatalf("--all-workspaces: %+v", all)
 	}
-	if got := search(t, workA, db, "lex"); len(got) != 2 {
+	if got := search(t, workA, db, "lex"); len(got) != 3 {
 		t.Fatalf("the last word is a prefix: --search lex found %+v", got)
 	}
 	if got := search(t, workA, db, "zebra", "--limit", "1"); len(got) != 1 || got[0] != hits[0] {
@@ -91,7 +97,7 @@ func TestSearchAcrossSessions(t *testing.T) {
 	// The line mode's /sessions WORDS lists the sessions that mention them.
 	cmd := exec.Command(os.Args[0], "--workdir", workA, "--session-db", db, "--plain")
 	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "HOME="+t.TempDir())
-	cmd.Stdin = strings.NewReader("/sessions lexer\n1\n/exit\n")
+	cmd.Stdin = strings.NewReader("/sessions written\n1\n/exit\n")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -99,7 +105,7 @@ func TestSearchAcrossSessions(t *testing.T) {
 	}
 	lines := stderr.String()
 	if !strings.Contains(lines, "“Docs written for the lexer.”") || strings.Contains(lines, "Zebra") || !strings.Contains(lines, "loaded session") {
-		t.Fatalf("/sessions lexer in line mode:\n%s", lines)
+		t.Fatalf("/sessions written in line mode:\n%s", lines)
 	}
 
 	for _, bad := range [][]string{
