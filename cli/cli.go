@@ -71,6 +71,7 @@ type config struct {
 	restore, fork, deleteSession, export, importFile string
 	sessions                                         bool
 	title                                            string // --title ID (the text is the prompt words)
+	doctor, repair                                   bool   // --doctor [ID] [--repair]
 	search                                           string // --search QUERY
 	allWorkspaces                                    bool   // --all-workspaces: --search every namespace
 	limit                                            int    // --limit N: --search hits
@@ -114,6 +115,7 @@ func (c *config) ops() []op {
 		{"--import", c.importFile != ""},
 		{"--search", c.search != ""},
 		{"--title", c.title != ""},
+		{"--doctor", c.doctor},
 	}
 }
 
@@ -140,6 +142,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.BoolVar(&c.salvage, "salvage", false, "with --export: write the events of a damaged log that verify, marked as salvaged, for --import")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
+	fs.BoolVar(&c.doctor, "doctor", false, "check every log of the store (or session ID given after it) and what is derived from them; prints one JSON line per problem")
+	fs.BoolVar(&c.repair, "repair", false, "with --doctor: rebuild summaries and the search index from the logs and move damaged tails to side files")
 	fs.StringVar(&c.title, "title", "", "rename session `ID`: lite-agent --title ID TEXT")
 	fs.StringVar(&c.search, "search", "", "find `QUERY`'s words in the prompts, answers, tool output and titles of this workspace's sessions; prints JSON hits, newest first")
 	fs.BoolVar(&c.allWorkspaces, "all-workspaces", false, "with --search: search the sessions of every workspace")
@@ -209,9 +213,13 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--limit must be a positive number of hits, not %d", c.limit)
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
+	case c.repair && !c.doctor:
+		return nil, usagef("--repair goes with --doctor")
+	case c.doctor && len(strings.Fields(c.prompt)) > 1:
+		return nil, usagef("--doctor takes at most one session ID, not %q", c.prompt)
 	case c.title != "" && strings.TrimSpace(c.prompt) == "":
 		return nil, usagef("--title ID needs the new title after it: lite-agent --session-db DB --title ID some words")
-	case len(given) == 1 && c.resume == "" && c.title == "" && c.prompt != "":
+	case len(given) == 1 && c.resume == "" && c.title == "" && !c.doctor && c.prompt != "":
 		return nil, usagef("%s takes no prompt", given[0])
 	case c.demo && (len(given) > 0 || c.sessionDB != ""):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
@@ -292,6 +300,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		return searchSessions(ctx, c, std)
 	case c.title != "":
 		return renameSession(ctx, c, std)
+	case c.doctor:
+		return doctor(ctx, c, std)
 	case c.importFile != "":
 		return importSession(ctx, c, std)
 	case c.restore != "":
