@@ -12,6 +12,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"io"
 	"strings"
+	"time"
 )
 
 // Exit statuses, documented in --help and the README.
@@ -72,6 +73,10 @@ type config struct {
 	sessions                                         bool
 	title                                            string // --title ID (the text is the prompt words)
 	doctor, repair                                   bool   // --doctor [ID] [--repair]
+	prune, dryRun                                    bool   // --prune --older-than D [--keep N] [--dry-run]
+	olderThan                                        time.Duration
+	keep                                             int
+	archive                                          string
 	search                                           string // --search QUERY
 	allWorkspaces                                    bool   // --all-workspaces: --search every namespace
 	limit                                            int    // --limit N: --search hits
@@ -116,6 +121,7 @@ func (c *config) ops() []op {
 		{"--search", c.search != ""},
 		{"--title", c.title != ""},
 		{"--doctor", c.doctor},
+		{"--prune", c.prune},
 	}
 }
 
@@ -144,6 +150,11 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
 	fs.BoolVar(&c.doctor, "doctor", false, "check every log of the store (or session ID given after it) and what is derived from them; prints one JSON line per problem")
 	fs.BoolVar(&c.repair, "repair", false, "with --doctor: rebuild summaries and the search index from the logs and move damaged tails to side files")
+	fs.BoolVar(&c.prune, "prune", false, "delete this workspace's sessions whose last event is older than --older-than, after exporting them to an archive file")
+	fs.DurationVar(&c.olderThan, "older-than", 0, "with --prune: sessions whose last event is older than `DURATION` (e.g. 720h)")
+	fs.IntVar(&c.keep, "keep", 0, "with --prune: always keep the `N` most recently updated sessions")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "with --prune: print what would be removed; change nothing")
+	fs.StringVar(&c.archive, "archive", "", "with --prune: the archive `FILE` to write (default: next to the database, named by the time)")
 	fs.StringVar(&c.title, "title", "", "rename session `ID`: lite-agent --title ID TEXT")
 	fs.StringVar(&c.search, "search", "", "find `QUERY`'s words in the prompts, answers, tool output and titles of this workspace's sessions; prints JSON hits, newest first")
 	fs.BoolVar(&c.allWorkspaces, "all-workspaces", false, "with --search: search the sessions of every workspace")
@@ -207,12 +218,20 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--salvage goes with --export ID")
 	case c.retarget && c.restore == "" && c.resume == "":
 		return nil, usagef("--retarget goes with --resume or --restore")
-	case (c.allWorkspaces || c.limit != 0) && c.search == "":
-		return nil, usagef("--all-workspaces and --limit go with --search QUERY")
+	case c.allWorkspaces && c.search == "" && !c.prune:
+		return nil, usagef("--all-workspaces goes with --search QUERY or --prune")
+	case c.limit != 0 && c.search == "":
+		return nil, usagef("--limit goes with --search QUERY")
 	case c.limit < 0:
 		return nil, usagef("--limit must be a positive number of hits, not %d", c.limit)
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
+	case (c.olderThan != 0 || c.keep != 0 || c.dryRun || c.archive != "") && !c.prune:
+		return nil, usagef("--older-than, --keep, --dry-run and --archive go with --prune")
+	case c.prune && c.olderThan <= 0:
+		return nil, usagef("--prune needs --older-than DURATION (for example --older-than 720h for 30 days); nothing is ever deleted by default")
+	case c.keep < 0:
+		return nil, usagef("--keep must be 0 or more, not %d", c.keep)
 	case c.repair && !c.doctor:
 		return nil, usagef("--repair goes with --doctor")
 	case c.doctor && len(strings.Fields(c.prompt)) > 1:
@@ -302,6 +321,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		return renameSession(ctx, c, std)
 	case c.doctor:
 		return doctor(ctx, c, std)
+	case c.prune:
+		return prune(ctx, c, std)
 	case c.importFile != "":
 		return importSession(ctx, c, std)
 	case c.restore != "":
