@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
@@ -43,6 +44,10 @@ const (
 		FROM search f JOIN events e ON e.key = f.rowid JOIN sessions s ON s.n = e.key >> 32
 		WHERE search MATCH ?1 AND (?2 = '' OR s.namespace = ?2)
 		ORDER BY e.time DESC, e.key & 4294967295 DESC, s.id LIMIT ?3`
+	stmtSearchSession = `SELECT s.id, e.key & 4294967295, e.type, e.time, e.data
+		FROM search f JOIN events e ON e.key = f.rowid JOIN sessions s ON s.n = e.key >> 32
+		WHERE search MATCH ?1 AND f.rowid > ?2 AND f.rowid <= ?3
+		ORDER BY e.time DESC, e.key & 4294967295 DESC LIMIT ?4`
 )
 
 // ftsQuery writes q for FTS5 MATCH: each term quoted (terms are letters and
@@ -234,13 +239,71 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 	return hits, nil
 }
 
-// query runs the FTS5 query.
+// manyMatches is how many matching events make query switch from sorting
+// every match by time to reading sessions newest first: sorting costs
+// seconds once the matches are in the hundreds of thousands
+// (BenchmarkSearch10kx100/CommonWords).
+var manyMatches int64 = 20_000
+
+// query runs the FTS5 query: one sorted join when the query matches few
+// events, else one query per session, most recently updated first, until
+// the hits kept are newer than any session left could hold.
 func (s *Store) query(ctx context.Context, c *conn, q checkpoint.Query, opts checkpoint.SearchOptions) ([]checkpoint.Hit, error) {
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = checkpoint.DefaultSearchLimit
 	}
-	rows, err := c.query(ctx, stmtSearch, ftsQuery(q), opts.Namespace, int64(limit))
+	dest := make([]driver.Value, 1)
+	if _, err := c.row(ctx, dest, `SELECT count(*) FROM (SELECT rowid FROM search WHERE search MATCH ? LIMIT ?)`, ftsQuery(q), manyMatches); err != nil {
+		return nil, err
+	}
+	if n, _ := dest[0].(int64); n >= manyMatches {
+		return s.queryBySession(ctx, c, q, opts, limit)
+	}
+	return s.queryRows(ctx, c, stmtSearch, limit, q, ftsQuery(q), opts.Namespace, int64(limit))
+}
+
+// queryBySession searches sessions one by one, newest first.
+func (s *Store) queryBySession(ctx context.Context, c *conn, q checkpoint.Query, opts checkpoint.SearchOptions, limit int) ([]checkpoint.Hit, error) {
+	stmt := `SELECT id, n, updated FROM sessions WHERE kind = '' AND (?1 = '' OR namespace = ?1) ORDER BY updated DESC, id`
+	rows, err := c.query(ctx, stmt, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	type sess struct {
+		n       int64
+		updated int64
+	}
+	var list []sess
+	row := make([]driver.Value, 3)
+	for rows.Next(row) == nil {
+		n, _ := row[1].(int64)
+		u, _ := row[2].(int64)
+		list = append(list, sess{n, u})
+	}
+	rows.Close()
+	var hits []checkpoint.Hit
+	for _, ss := range list {
+		if len(hits) >= limit && hits[len(hits)-1].Time.UnixMicro() > ss.updated {
+			break
+		}
+		found, err := s.queryRows(ctx, c, stmtSearchSession, limit, q, ftsQuery(q), eventKey(ss.n, 0), eventKey(ss.n, maxSeq), int64(limit))
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, found...)
+		slices.SortFunc(hits, checkpoint.CompareHits)
+		if len(hits) > limit {
+			hits = hits[:limit]
+		}
+	}
+	return hits, nil
+}
+
+// queryRows runs a search statement whose rows are (id, seq, type, time,
+// data) and makes them hits.
+func (s *Store) queryRows(ctx context.Context, c *conn, stmt string, limit int, q checkpoint.Query, args ...driver.Value) ([]checkpoint.Hit, error) {
+	rows, err := c.query(ctx, stmt, args...)
 	if err != nil {
 		return nil, err
 	}
