@@ -80,6 +80,12 @@ type Options struct {
 	// NoProjectContext leaves the project context out: the system prompt
 	// is System alone.
 	NoProjectContext bool
+	// ModelTitles asks the model for a short title of each new session, in
+	// one small request (provider.TitleSystem) sent alongside the first
+	// model call, and records it as a session_titled event when the first
+	// turn ends. Until then, and without it, a session's title is its first
+	// prompt. The command line turns it on.
+	ModelTitles bool
 }
 
 // DefaultSystemPrompt is the system prompt used when Options.System is empty.

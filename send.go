@@ -72,6 +72,8 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 	if err != nil {
 		return nil, err
 	}
+	title := s.startTitle(ctx, st, prompt, background)
+	defer title.stop()
 	if err := s.append(ctx, append(start, mustEvent(session.TypeUserPrompt, session.UserPrompt{Text: prompt, Background: background}))...); err != nil {
 		return nil, err
 	}
@@ -104,6 +106,9 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 		if err := s.runTools(ctx, calls); err != nil {
 			return res, s.interrupt(ctx, res, err)
 		}
+	}
+	if err := s.recordTitle(ctx, title); err != nil {
+		return res, s.interrupt(ctx, res, err)
 	}
 	err = s.append(ctx, mustEvent(session.TypeTurnCompleted, session.TurnCompleted{StopReason: res.StopReason, Usage: res.Usage}))
 	res.Head = s.Head()

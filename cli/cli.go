@@ -13,6 +13,7 @@ import (
 	"time"
 
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint"
 	cfgpkg "github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
@@ -74,6 +75,15 @@ type config struct {
 	resume, sessionInfo, recoveryInfo, checkpoints   string
 	restore, fork, deleteSession, export, importFile string
 	sessions                                         bool
+	title                                            string // --title ID (the text is the prompt words)
+	doctor, repair                                   bool   // --doctor [ID] [--repair]
+	prune, dryRun                                    bool   // --prune --older-than D [--keep N] [--dry-run]
+	olderThan                                        time.Duration
+	keep                                             int
+	archive                                          string
+	search                                           string // --search QUERY
+	allWorkspaces                                    bool   // --all-workspaces: --search every namespace
+	limit                                            int    // --limit N: --search hits
 	to                                               int64
 	force                                            bool
 	salvage                                          bool // --salvage: with --export, the events that verify
@@ -125,11 +135,15 @@ func (c *config) ops() []op {
 		{"--delete-session", c.deleteSession != ""},
 		{"--export", c.export != ""},
 		{"--import", c.importFile != ""},
+		{"--search", c.search != ""},
+		{"--title", c.title != ""},
+		{"--doctor", c.doctor},
+		{"--prune", c.prune},
 	}
 }
 
 func (c *config) inspection() bool {
-	return c.sessions || c.sessionInfo != "" || c.recoveryInfo != "" || c.checkpoints != "" || c.export != ""
+	return c.sessions || c.sessionInfo != "" || c.recoveryInfo != "" || c.checkpoints != "" || c.export != "" || c.search != ""
 }
 
 func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
@@ -159,6 +173,17 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.export, "export", "", "write session `ID`'s log as JSON Lines to stdout")
 	fs.BoolVar(&c.salvage, "salvage", false, "with --export: write the events of a damaged log that verify, marked as salvaged, for --import")
 	fs.StringVar(&c.importFile, "import", "", "import a session from a JSON Lines `FILE` (- for stdin)")
+	fs.BoolVar(&c.doctor, "doctor", false, "check every log of the store (or session ID given after it) and what is derived from them; prints one JSON line per problem")
+	fs.BoolVar(&c.repair, "repair", false, "with --doctor: rebuild summaries and the search index from the logs and move damaged tails to side files")
+	fs.BoolVar(&c.prune, "prune", false, "delete this workspace's sessions whose last event is older than --older-than, after exporting them to an archive file")
+	fs.DurationVar(&c.olderThan, "older-than", 0, "with --prune: sessions whose last event is older than `DURATION` (e.g. 720h)")
+	fs.IntVar(&c.keep, "keep", 0, "with --prune: always keep the `N` most recently updated sessions")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "with --prune: print what would be removed; change nothing")
+	fs.StringVar(&c.archive, "archive", "", "with --prune: the archive `FILE` to write (default: next to the database, named by the time)")
+	fs.StringVar(&c.title, "title", "", "rename session `ID`: lite-agent --title ID TEXT")
+	fs.StringVar(&c.search, "search", "", "find `QUERY`'s words in the prompts, answers, tool output and titles of this workspace's sessions; prints JSON hits, newest first")
+	fs.BoolVar(&c.allWorkspaces, "all-workspaces", false, "with --search: search the sessions of every workspace")
+	fs.IntVar(&c.limit, "limit", 0, "with --search: print at most `N` hits (default 50)")
 	fs.Var(&c.acknowledge, "acknowledge", "with --resume: acknowledge the interrupted tool call with review `TOKEN` (repeatable)")
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
@@ -235,9 +260,27 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--salvage goes with --export ID")
 	case c.retarget && c.restore == "" && c.resume == "":
 		return nil, usagef("--retarget goes with --resume or --restore")
+	case c.allWorkspaces && c.search == "" && !c.prune:
+		return nil, usagef("--all-workspaces goes with --search QUERY or --prune")
+	case c.limit != 0 && c.search == "":
+		return nil, usagef("--limit goes with --search QUERY")
+	case c.limit < 0:
+		return nil, usagef("--limit must be a positive number of hits, not %d", c.limit)
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
-	case len(given) == 1 && c.resume == "" && !c.cont && c.prompt != "":
+	case (c.olderThan != 0 || c.keep != 0 || c.dryRun || c.archive != "") && !c.prune:
+		return nil, usagef("--older-than, --keep, --dry-run and --archive go with --prune")
+	case c.prune && c.olderThan <= 0:
+		return nil, usagef("--prune needs --older-than DURATION (for example --older-than 720h for 30 days); nothing is ever deleted by default")
+	case c.keep < 0:
+		return nil, usagef("--keep must be 0 or more, not %d", c.keep)
+	case c.repair && !c.doctor:
+		return nil, usagef("--repair goes with --doctor")
+	case c.doctor && len(strings.Fields(c.prompt)) > 1:
+		return nil, usagef("--doctor takes at most one session ID, not %q", c.prompt)
+	case c.title != "" && strings.TrimSpace(c.prompt) == "":
+		return nil, usagef("--title ID needs the new title after it: lite-agent --session-db DB --title ID some words")
+	case len(given) == 1 && c.resume == "" && !c.cont && c.title == "" && !c.doctor && c.prompt != "":
 		return nil, usagef("%s takes no prompt", given[0])
 	case c.demo && (len(given) > 0 || c.sessionDB != "" || c.showConfig):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
@@ -255,6 +298,11 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		case "edit", "bash", "all":
 		default:
 			return nil, usagef("--allow takes edit, bash or all, not %q", a)
+		}
+	}
+	if c.search != "" {
+		if _, err := checkpoint.ParseQuery(c.search); err != nil {
+			return nil, usagef("--search %q: give one or more words to look for", c.search)
 		}
 	}
 	if err := checkJobFlags(c); err != nil {
@@ -327,6 +375,14 @@ func run(ctx context.Context, c *config, std IO) error {
 		return listCheckpoints(ctx, c, std)
 	case c.export != "":
 		return exportSession(ctx, c, std)
+	case c.search != "":
+		return searchSessions(ctx, c, std)
+	case c.title != "":
+		return renameSession(ctx, c, std)
+	case c.doctor:
+		return doctor(ctx, c, std)
+	case c.prune:
+		return prune(ctx, c, std)
 	case c.importFile != "":
 		return importSession(ctx, c, std)
 	case c.restore != "":

@@ -42,7 +42,7 @@ func readLines(r io.Reader) <-chan string {
 }
 
 const lineHelp = `Type a prompt and press enter. Commands:
-  /sessions            list this workspace's sessions and load one (needs --session-db)
+  /sessions [WORDS]    list this workspace's sessions (with WORDS: those whose titles or content hold them) and load one (needs --session-db)
   /checkpoints         list the current session's checkpoints (one per prompt)
   /rewind SEQ          rewind the session and its files to checkpoint SEQ (asks first)
   /fork [SEQ]          continue in a copy of the current session (up to SEQ)
@@ -364,7 +364,7 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 		}
 		fmt.Fprintln(m.std.Stderr, "the next prompt starts a new session")
 	case "/sessions":
-		return m.pickSession(ctx)
+		return m.pickSession(ctx, arg)
 	case "/checkpoints":
 		return m.showCheckpoints(ctx)
 	case "/rewind":
@@ -384,13 +384,25 @@ func (m *lineMode) needDB(cmd string) error {
 	return nil
 }
 
-func (m *lineMode) pickSession(ctx context.Context) error {
+// pickSession lists the workspace's sessions, or with words only those
+// whose titles or content hold them, and loads the one picked.
+func (m *lineMode) pickSession(ctx context.Context, words string) error {
 	if err := m.needDB("/sessions"); err != nil {
 		return err
 	}
 	list, err := m.e.agent.ListSessions(ctx)
 	if err != nil {
 		return err
+	}
+	var snippets map[string]string
+	if words != "" {
+		if list, snippets, err = m.matching(ctx, list, words); err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(m.std.Stderr, "no session of this workspace mentions %q\n", words)
+			return nil
+		}
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(m.std.Stderr, "no sessions in this workspace yet")
@@ -402,6 +414,9 @@ func (m *lineMode) pickSession(ctx context.Context) error {
 			mark = "!"
 		}
 		fmt.Fprintf(m.std.Stderr, "%s%3d  %s  %s  %3d msgs  %s\n", mark, i+1, s.ID, s.Updated.Local().Format("2006-01-02 15:04"), s.Messages, s.Title)
+		if sn := snippets[s.ID]; sn != "" {
+			fmt.Fprintf(m.std.Stderr, "      “%s”\n", sn)
+		}
 	}
 	ans, err := m.ask(ctx, "load which (number, enter to cancel): ")
 	if err != nil || ans == "" {
@@ -412,6 +427,30 @@ func (m *lineMode) pickSession(ctx context.Context) error {
 		return fmt.Errorf("no session numbered %q", ans)
 	}
 	return m.load(ctx, list[n-1].ID)
+}
+
+// matching keeps the sessions of list whose content holds words (newest
+// hit first), with the snippet of each one's newest hit.
+func (m *lineMode) matching(ctx context.Context, list []session.Summary, words string) ([]session.Summary, map[string]string, error) {
+	hits, err := m.e.agent.SearchSessions(ctx, words, &liteagent.SearchOptions{Limit: 500})
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[string]session.Summary, len(list))
+	for _, s := range list {
+		byID[s.ID] = s
+	}
+	snippets := map[string]string{}
+	var out []session.Summary
+	for _, h := range hits {
+		s, ok := byID[h.Session]
+		if _, seen := snippets[h.Session]; seen || !ok {
+			continue
+		}
+		snippets[h.Session] = h.Snippet
+		out = append(out, s)
+	}
+	return out, snippets, nil
 }
 
 // load makes id the current session; hazards are shown for review and

@@ -78,10 +78,21 @@ func importSession(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer store.Close()
-	im, err := jsonl.ImportStream(ctx, store, r)
+	all, err := jsonl.ImportArchive(ctx, store, r)
+	if len(all) > 1 || err != nil && len(all) > 0 {
+		ids := make([]string, len(all))
+		for i, im := range all {
+			ids[i] = im.Session
+		}
+		if werr := writeJSON(std.Stdout, map[string]any{"imported": ids}); werr != nil {
+			return werr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
+	im := all[0]
 	out := map[string]any{"imported": im.Session, "events": im.Events}
 	if im.Salvaged {
 		out["salvaged"], out["damage"] = true, im.Damage

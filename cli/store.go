@@ -142,7 +142,7 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 			}
 			return nil, err
 		}
-		opts.Provider, opts.Model = p, model
+		opts.Provider, opts.Model, opts.ModelTitles = p, model, true
 	}
 	a, err := liteagent.New(opts)
 	if err != nil {

@@ -89,3 +89,9 @@ var (
 // Message is one message of the transcript sent to a model: the
 // transcript is derived from the session log by package session.
 type Message = session.Message
+
+// TitleSystem is the system prompt of the one short request in which the
+// agent asks the model for a session's title, sent with the session's first
+// prompt as the only message and no tools. The fake model server answers
+// requests with this system prompt itself.
+const TitleSystem = "Reply with a title of at most six words for a conversation that starts with the user's message below. Reply with the title alone: no quotes, no punctuation at the end."

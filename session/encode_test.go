@@ -46,6 +46,7 @@ func goldenEvents() map[string]Event {
 		"restore_started":      ev(12, TypeRestoreStarted, RestoreStarted{ToSeq: 1, Head: 11, Undo: "s1-r11", Workdir: "/work/copy"}),
 		"permission_decided":   ev(14, TypePermissionDecided, PermissionDecided{CallID: "call_4", Tool: "bash", Effect: "deny", Rule: "bash(git push *)", Source: "project /work/app/.lite-agent/config.toml", Reason: "pushes go through CI"}),
 		"tool_started_sandbox": ev(15, TypeToolStarted, ToolStarted{CallID: "call_5", Tool: "bash", Input: json.RawMessage(`{"command":"go test ./..."}`), Approval: "rule", Sandbox: "workspace-write"}),
+		"session_titled":       ev(14, TypeSessionTitled, SessionTitled{Title: "Refactor auth to contexts", By: TitleByModel}),
 	}
 }
 

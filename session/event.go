@@ -87,7 +87,7 @@ func (e Event) Known() bool {
 		TypeFileSnapshot, TypeToolFinished, TypeTurnCompleted, TypeTurnInterrupted,
 		TypeRecoveryAcknowledged, TypeRestored, TypeProjectContext, TypeCompaction,
 		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished,
-		TypeWorkdirChanged, TypeRestoreStarted, TypePermissionDecided:
+		TypeWorkdirChanged, TypeRestoreStarted, TypePermissionDecided, TypeSessionTitled:
 		return true
 	}
 	return false

@@ -91,6 +91,10 @@ func (s *Summary) Apply(e Event) {
 		var p WorkdirChanged
 		f.ok = e.Decode(&p) == nil && p.To != ""
 		f.workdir = p.To
+	case TypeSessionTitled:
+		var p SessionTitled
+		f.ok = e.Decode(&p) == nil
+		f.text = p.Title
 	}
 	s.apply(e, &f)
 }
@@ -100,7 +104,7 @@ func (s *Summary) Apply(e Event) {
 type facts struct {
 	ok      bool           // the payload decoded
 	start   SessionStarted // session_started
-	text    string         // user_prompt: the text (needed while there is no title)
+	text    string         // user_prompt: the text (needed while there is no title); session_titled: the title
 	callID  string         // tool_started, tool_finished
 	callIDs []string       // recovery_acknowledged
 	tokens  []string       // recovery_acknowledged
@@ -176,6 +180,10 @@ func (s *Summary) apply(e Event, f *facts) {
 		}
 	case TypeRestoreStarted:
 		s.Status = StatusRestoring
+	case TypeSessionTitled:
+		if t := Title(f.text); f.ok && t != "" {
+			s.Title = t
+		}
 	case TypeTurnCompleted:
 		s.Status = StatusCompleted
 	case TypeTurnInterrupted:

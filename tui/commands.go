@@ -324,12 +324,36 @@ func (m *model) showSessions(list []session.Summary) {
 	}
 	m.openPicker(&picker{
 		title: "sessions in " + m.workspace(),
-		hint:  "↑↓ move · type to filter · enter load · esc close",
+		hint:  "↑↓ move · type to search · enter load · esc close",
 		items: items,
 		pick: func(it pickItem) tea.Cmd {
 			return m.loadCmd(it.id, true, "loaded session "+it.id)
 		},
+		search: m.searchSessions,
 	})
+}
+
+// searchSessions searches the workspace's sessions' content for the
+// picker's filter; the picker shows the sessions found, with a snippet.
+func (m *model) searchSessions(filter string) tea.Cmd {
+	a, ctx := m.agent, m.base
+	return func() tea.Msg {
+		hits, err := a.SearchSessions(ctx, filter, &liteagent.SearchOptions{Limit: 500})
+		snippets := map[string]string{}
+		if err == nil { // a filter without words matches titles only
+			for _, h := range hits {
+				if _, ok := snippets[h.Session]; !ok {
+					snippets[h.Session] = h.Snippet
+				}
+			}
+		}
+		return resultMsg{apply: func(m *model) tea.Cmd {
+			if m.picker != nil {
+				m.picker.setFound(filter, snippets)
+			}
+			return nil
+		}}
+	}
 }
 
 func (m *model) listCheckpoints() tea.Cmd {

@@ -182,7 +182,8 @@ func TestEndToEndInTmux(t *testing.T) {
 
 	x.typeText("/sessions")
 	x.keys("Enter")
-	x.waitFor("sessions in ", "›   say hello", "first session: create notes.txt", "enter load")
+	// Titles are the model's (the fake model capitalises the first words).
+	x.waitFor("sessions in ", "›   Say hello", "First session: create notes.txt", "enter load")
 	x.keys("Down", "Enter")
 	s = x.waitFor("loaded session", "first session: create notes.txt", "Created notes.txt for the first session.")
 	if strings.Contains(s, "Wrote a.txt for you.") {

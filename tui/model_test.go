@@ -590,6 +590,30 @@ func TestWithAgent(t *testing.T) {
 			t.Fatalf("history after loading: %q", d.m.input.Value())
 		}
 	})
+	t.Run("the picker searches content", func(t *testing.T) {
+		p := &fakeProvider{replies: []provider.Response{reply(text("the quokka is refactored")), reply(text("plain answer"))}}
+		a, _ := newTestAgent(t, p, nil)
+		d := drive(t, a, Options{SessionDB: "mem"})
+		d.typeText("first session")
+		d.key(keyEnter)
+		d.until("the first turn", func() bool { return !d.m.busy && strings.Contains(screen(d.m), "quokka") })
+		first := a.SessionID()
+		d.typeText("/new")
+		d.key(keyEnter)
+		d.typeText("second session")
+		d.key(keyEnter)
+		d.until("the second turn", func() bool { return !d.m.busy && strings.Contains(screen(d.m), "plain answer") })
+		d.typeText("/sessions")
+		d.key(keyEnter)
+		d.until("the picker", func() bool { return d.m.mode == modePicker })
+		d.typeText("quok")
+		d.until("the content match", func() bool { return strings.Contains(screen(d.m), "“the quokka is refactored”") })
+		if s := screen(d.m); strings.Contains(s, "second session") {
+			t.Fatalf("a session without the word is shown:\n%s", s)
+		}
+		d.key(keyEnter)
+		d.shows("loaded session " + first)
+	})
 	t.Run("review hazards on load", func(t *testing.T) {
 		a, store := newTestAgent(t, &fakeProvider{replies: []provider.Response{reply(text("carrying on"))}}, nil)
 		id := "01crashed00000000000000000"

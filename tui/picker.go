@@ -27,6 +27,40 @@ type picker struct {
 	shown  []int // indices of items matching the filter
 	cursor int   // into shown
 	top    int   // first of shown drawn
+
+	// search, if set, looks for the filter in the items' content too: it
+	// returns a command whose result calls found with the filter it
+	// searched for and a snippet per matching item id.
+	search func(filter string) tea.Cmd
+	// found holds the snippets of the latest content search, for foundFor.
+	found    map[string]string
+	foundFor string
+}
+
+// setFound records the result of a content search for filter; a result
+// for a filter the user has typed past is dropped.
+func (p *picker) setFound(filter string, snippets map[string]string) {
+	if filter != p.filter {
+		return
+	}
+	p.found, p.foundFor = snippets, filter
+	p.refilter()
+}
+
+// snippet is the content match shown for an item, "" if none.
+func (p *picker) snippet(it pickItem) string {
+	if p.foundFor != p.filter || p.filter == "" {
+		return ""
+	}
+	return p.found[it.id]
+}
+
+// searchCmd starts a content search for the current filter.
+func (p *picker) searchCmd() tea.Cmd {
+	if p.search == nil || strings.TrimSpace(p.filter) == "" {
+		return nil
+	}
+	return p.search(p.filter)
 }
 
 func (m *model) openPicker(p *picker) {
@@ -38,7 +72,7 @@ func (p *picker) refilter() {
 	p.shown = p.shown[:0]
 	f := strings.ToLower(p.filter)
 	for i, it := range p.items {
-		if f == "" || strings.Contains(strings.ToLower(it.title+" "+it.detail), f) {
+		if f == "" || strings.Contains(strings.ToLower(it.title+" "+it.detail), f) || p.snippet(it) != "" {
 			p.shown = append(p.shown, i)
 		}
 	}
@@ -75,11 +109,13 @@ func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 		if r := []rune(p.filter); len(r) > 0 {
 			p.filter = string(r[:len(r)-1])
 			p.refilter()
+			return p.searchCmd()
 		}
 	default:
 		if k.Text != "" {
 			p.filter += k.Text
 			p.refilter()
+			return p.searchCmd()
 		}
 	}
 	return nil
@@ -90,7 +126,9 @@ func (p *picker) view(m *model, rows int) []string {
 	th := &m.theme
 	w := m.width
 	out := []string{th.user.Render(ansi.Truncate(p.title, w, "…"))}
-	if p.filter == "" {
+	if p.filter == "" && p.search != nil {
+		out = append(out, th.dim.Render("type to search titles and content"))
+	} else if p.filter == "" {
 		out = append(out, th.dim.Render("type to filter"))
 	} else {
 		out = append(out, "filter: "+p.filter)
@@ -121,7 +159,11 @@ func (p *picker) view(m *model, rows int) []string {
 			title = th.sel.Render(title)
 		}
 		out = append(out, th.mark.Render(cur)+mark+" "+title)
-		out = append(out, th.dim.Render(ansi.Truncate("    "+it.detail, w, "…")))
+		detail := it.detail
+		if sn := p.snippet(it); sn != "" {
+			detail = "“" + sn + "”"
+		}
+		out = append(out, th.dim.Render(ansi.Truncate("    "+detail, w, "…")))
 	}
 	for len(out) < rows-1 {
 		out = append(out, "")

@@ -106,6 +106,9 @@ var subtests = []subtest{
 	{name: "CloseDuringWrites", run: testCloseDuringWrites},
 	{name: "MultiProcess", persistent: true, run: testMultiProcess},
 	{name: "Damage", run: testDamage},
+	{name: "Search", run: testSearch},
+	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
+	{name: "SearchMatchesScan", run: testSearchMatchesScan},
 }
 
 // Run runs every conformance subtest against b. Backends call it from

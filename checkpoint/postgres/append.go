@@ -463,6 +463,12 @@ const (
 	SELECT $1, $2::bigint + u.n, u.type, u.time, u.data, u.crc
 	FROM unnest($15::text[], $16::timestamptz[], $17::bytea[], $19::integer[]) WITH ORDINALITY AS u(type, time, data, crc, n)
 	WHERE EXISTS (SELECT FROM a)
+), x AS (
+	INSERT INTO search_index (session, seq, time, namespace, words)
+	SELECT $1, $2::bigint + w.n, w.time, $3, array_to_tsvector(string_to_array(w.words, ' '))
+	FROM unnest($20::text[], $16::timestamptz[]) WITH ORDINALITY AS w(words, time, n)
+	WHERE w.words <> '' AND $4 = '' AND EXISTS (SELECT FROM a)
+	ON CONFLICT (session, seq) DO UPDATE SET time = excluded.time, namespace = excluded.namespace, words = excluded.words
 )
 SELECT id FROM a`
 
@@ -489,6 +495,13 @@ SELECT id FROM a`
 	SELECT v.session, v.seq, v.type, v.time, v.data, v.crc
 	FROM unnest($15::text[], $16::bigint[], $17::text[], $18::timestamptz[], $19::bytea[], $21::integer[]) AS v(session, seq, type, time, data, crc)
 	WHERE v.session IN (SELECT id FROM a)
+), x AS (
+	INSERT INTO search_index (session, seq, time, namespace, words)
+	SELECT v.session, v.seq, v.time, r.namespace, array_to_tsvector(string_to_array(v.words, ' '))
+	FROM unnest($15::text[], $16::bigint[], $18::timestamptz[], $22::text[]) AS v(session, seq, time, words)
+	JOIN r ON r.id = v.session
+	WHERE v.words <> '' AND r.kind = '' AND v.session IN (SELECT id FROM a)
+	ON CONFLICT (session, seq) DO UPDATE SET time = excluded.time, namespace = excluded.namespace, words = excluded.words
 )
 SELECT id FROM a`
 )
@@ -504,12 +517,12 @@ func (st statement) queue(b *pgx.Batch) error {
 		p := st.plans[0]
 		x := p.next.sum
 		n := len(p.r.events)
-		types, times, datas, sums := make([]string, n), make([]time.Time, n), make([][]byte, n), make([]int32, n)
+		types, times, datas, sums, words := make([]string, n), make([]time.Time, n), make([][]byte, n), make([]int32, n), make([]string, n)
 		for i, e := range p.r.events {
-			types[i], times[i], datas[i], sums[i] = string(e.Type), e.Time, e.Data, int32(checkpoint.Checksum(e))
+			types[i], times[i], datas[i], sums[i], words[i] = string(e.Type), e.Time, e.Data, int32(checkpoint.Checksum(e)), indexWords(e)
 		}
 		b.Queue(oneSQL, p.r.id, p.r.expected, x.Namespace, x.Kind, x.Head, x.Messages, string(x.Status), x.Created, x.Updated,
-			entry.Encode(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events), sums)
+			entry.Encode(&x), p.next.gen, p.next.etag, !p.prev.exists, p.prev.etag, types, times, datas, maxData(p.r.events), sums, words)
 		return nil
 	}
 	n := len(st.plans)
@@ -525,6 +538,7 @@ func (st statement) queue(b *pgx.Batch) error {
 		evTimes                                []time.Time
 		evDatas                                [][]byte
 		evSums                                 []int32
+		evWords                                []string
 	)
 	for i, p := range st.plans {
 		x := p.next.sum
@@ -534,10 +548,11 @@ func (st statement) queue(b *pgx.Batch) error {
 		for _, e := range p.r.events {
 			evSessions, evSeqs, evTypes = append(evSessions, p.r.id), append(evSeqs, e.Seq), append(evTypes, string(e.Type))
 			evTimes, evDatas, evSums = append(evTimes, e.Time), append(evDatas, e.Data), append(evSums, int32(checkpoint.Checksum(e)))
+			evWords = append(evWords, indexWords(e))
 		}
 	}
 	b.Queue(manySQL, ids, expected, namespaces, kinds, heads, messages, statuses, created, updated, entries, gens, etags, fresh, oldEtags,
-		evSessions, evSeqs, evTypes, evTimes, evDatas, maxDatas, evSums)
+		evSessions, evSeqs, evTypes, evTimes, evDatas, maxDatas, evSums, evWords)
 	return nil
 }
 

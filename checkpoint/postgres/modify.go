@@ -29,6 +29,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		b := &pgx.Batch{}
 		b.Queue(`DELETE FROM sessions WHERE id = $1`, id)
 		b.Queue(`DELETE FROM events WHERE session = $1`, id)
+		b.Queue(`DELETE FROM search_index WHERE session = $1`, id)
 		br := s.pool.SendBatch(ctx, b)
 		tag, err := br.Exec()
 		if err == nil {
@@ -95,6 +96,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 				return err
 			}
 			next = state{exists: true, sum: sum, gen: newTag(), etag: newTag()}
+			if _, err := tx.Exec(ctx, `DELETE FROM search_index WHERE session = $1 AND seq > $2`, id, keepThrough); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `DELETE FROM events WHERE session = $1 AND seq > $2`, id, keepThrough); err != nil {
 				return err
 			}

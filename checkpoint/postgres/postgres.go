@@ -164,7 +164,10 @@ func (s *Store) setUp(ctx context.Context) error {
 	if s.readOnly {
 		return checkSchema(ctx, conn.Conn())
 	}
-	return migrate(ctx, conn.Conn())
+	if err := migrate(ctx, conn.Conn()); err != nil {
+		return err
+	}
+	return ensureIndex(ctx, conn.Conn())
 }
 
 // enter registers a call in progress; it fails once the store is closed.

@@ -196,3 +196,7 @@ func TestConformance(t *testing.T) { checkpointtest.Run(t, backend()) }
 func TestCrashConformance(t *testing.T) { checkpointtest.RunCrash(t, backend(), 50) }
 
 func BenchmarkPostgres(b *testing.B) { checkpointtest.Bench(b, backend()) }
+
+// BenchmarkSearch10kx100: search and doctor on 10,000 sessions × 100
+// events (the fill takes minutes).
+func BenchmarkSearch10kx100(b *testing.B) { checkpointtest.BenchSearch(b, backend(), 10_000, 100) }

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,3 +136,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 	b.ReportMetric(events/four.Seconds(), "4-writers-events/s")
 	b.ReportMetric(one.Seconds()/four.Seconds(), "speedup")
 }
+
+// BenchmarkSearch10kx100: search and doctor on 10,000 sessions × 100
+// events (the fill takes minutes).
+func BenchmarkSearch10kx100(b *testing.B) { checkpointtest.BenchSearch(b, backend(), 10_000, 100) }

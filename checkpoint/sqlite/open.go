@@ -338,7 +338,10 @@ func (s *Store) setUpConn(ctx context.Context, c *conn) error {
 			return fmt.Errorf("%s cannot use write-ahead logging (journal mode %q); put the database on a local file system", s.path, mode)
 		}
 	}
-	return s.migrate(ctx, c)
+	if err := s.migrate(ctx, c); err != nil {
+		return err
+	}
+	return s.ensureIndex(ctx, c)
 }
 
 // openError explains an error of the first connection to the database.

@@ -290,6 +290,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 			}
 			sum.Apply(e)
 		}
+		if err := s.indexEvents(c, n, sum.Kind, r.events); err != nil {
+			return 0, nil, err
+		}
 		return sum.Head, nil, s.save(c, r.id, n, &sum)
 
 	case opTruncate:
@@ -306,6 +309,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 		if _, err := c.exec(bg, stmtDropRange, eventKey(n, r.keep), eventKey(n, maxSeq)); err != nil {
 			return 0, nil, err
 		}
+		if err := s.unindex(c, n, r.keep); err != nil {
+			return 0, nil, err
+		}
 		sum, err := s.refold(c, r.id, n, r.keep)
 		if err != nil {
 			return 0, nil, err
@@ -317,6 +323,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 			return 0, fmt.Errorf("delete %s: %w", r.id, checkpoint.ErrNotFound), nil
 		}
 		if _, err := c.exec(bg, stmtDropRange, eventKey(n, 0), eventKey(n, maxSeq)); err != nil {
+			return 0, nil, err
+		}
+		if err := s.unindex(c, n, 0); err != nil {
 			return 0, nil, err
 		}
 		_, err := c.exec(bg, stmtDropSession, r.id)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lite-agent/lite-agent/provider"
 )
 
 // Options configures a Server. The zero value (or nil) is fine.
@@ -65,6 +67,7 @@ type Server struct {
 	thought  map[string]string // tool call id → signature of the thinking before it
 	requests []Request
 	failures []string
+	titles   []string // the titles served, in order
 	closed   bool
 }
 
@@ -253,6 +256,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if v.system == provider.TitleSystem {
+		s.serveTitle(w, v, format, len(body))
+		return
+	}
 	if window := s.script.ContextWindow; window > 0 && tokens(len(body)) > window {
 		entry.Status = http.StatusBadRequest
 		s.record(&entry, "")

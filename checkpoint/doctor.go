@@ -1,0 +1,157 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// The doctor checks a store against its logs: every log reads (framing,
+// checksums, seqs 1, 2, 3 … up to the recorded head), every event's payload
+// is JSON, the stored summary equals a fold of the log, a fork's parent is
+// there, and, through a store's Repairer, what it derives (summary rows,
+// search index) matches the logs. With repair, a Repairer rebuilds derived
+// data from the logs and moves a damaged tail aside; the doctor itself never
+// deletes an event.
+
+// Problem kinds.
+const (
+	ProblemCorrupt       = "corrupt_log"       // a log does not read back whole
+	ProblemUndecodable   = "undecodable_event" // an event's payload is not JSON
+	ProblemSummaryStale  = "summary_stale"     // the stored summary differs from a fold of the log
+	ProblemSummaryLost   = "summary_missing"   // events whose session has no summary (not listed)
+	ProblemIndexStale    = "index_stale"       // the search index differs from the logs
+	ProblemParentMissing = "fork_parent_missing"
+)
+
+// Problem is one thing the doctor found.
+type Problem struct {
+	Session string `json:"session,omitempty"`
+	Seq     int64  `json:"seq,omitempty"`
+	Kind    string `json:"problem"`
+	Detail  string `json:"detail"`
+	// Fix says what to do about it.
+	Fix string `json:"fix"`
+	// Repaired is set when a repair fixed it.
+	Repaired bool `json:"repaired,omitempty"`
+}
+
+// Report is what Doctor found.
+type Report struct {
+	Sessions int       `json:"sessions"`
+	Events   int64     `json:"events"`
+	Problems []Problem `json:"problems"`
+}
+
+// Repairer is the optional ability of a store to check what it derives
+// from its logs (summaries, search index) and to rebuild it. Stores without
+// it get the doctor's generic checks only.
+type Repairer interface {
+	// CheckDerived returns one Problem per difference between what the
+	// store derives and a fold of its logs, and logs it cannot read whole.
+	// With repair it rebuilds derived data from the logs and moves each
+	// damaged tail to a side file next to the store (named in the
+	// problem's Fix), keeping the events before it; problems it fixed are
+	// marked Repaired. It is idempotent and safe while other processes use
+	// the store (writers wait for it).
+	CheckDerived(ctx context.Context, repair bool) ([]Problem, error)
+}
+
+// DoctorOptions narrows Doctor.
+type DoctorOptions struct {
+	// Session checks one session only; "" checks every log.
+	Session string
+	// Repair rebuilds derived data through the store's Repairer.
+	Repair bool
+}
+
+// Doctor checks c (see the section above) and returns its report. It writes
+// only with opts.Repair, and only through c's Repairer.
+func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, error) {
+	r := &Report{Problems: []Problem{}}
+	rp, whole := c.(Repairer)
+	whole = whole && opts.Session == ""
+	if whole {
+		found, err := rp.CheckDerived(ctx, opts.Repair)
+		if err != nil {
+			return nil, err
+		}
+		r.Problems = append(r.Problems, found...)
+	}
+	var list []session.Summary
+	if opts.Session != "" {
+		sum, err := c.Head(ctx, opts.Session)
+		if err != nil {
+			return nil, err
+		}
+		list = []session.Summary{sum}
+	} else {
+		var err error
+		if list, err = c.List(ctx, "", ListOptions{AllKinds: true}); err != nil {
+			return nil, err
+		}
+	}
+	heads := make(map[string]int64, len(list))
+	for _, s := range list {
+		heads[s.ID] = s.Head
+	}
+	for _, s := range list {
+		r.Sessions++
+		if whole {
+			// The store's own check read every log once already.
+			r.Events += s.Head
+			continue
+		}
+		found, n, err := checkLog(ctx, c, s, heads)
+		if err != nil {
+			return nil, err
+		}
+		r.Events += n
+		r.Problems = append(r.Problems, found...)
+	}
+	return r, nil
+}
+
+// checkLog reads one log and checks it against its summary.
+func checkLog(ctx context.Context, c Checkpointer, stored session.Summary, heads map[string]int64) ([]Problem, int64, error) {
+	var out []Problem
+	fold := session.Summary{ID: stored.ID}
+	var n int64
+	for e, err := range c.Read(ctx, stored.ID, 1) {
+		var ce *CorruptError
+		switch {
+		case errors.As(err, &ce):
+			return append(out, Problem{Session: stored.ID, Seq: ce.Seq, Kind: ProblemCorrupt, Detail: ce.Error(),
+				Fix: fmt.Sprintf("run --doctor --repair (stores that can move a damaged tail aside keep events 1 to %d), or --export %s --salvage and import the result", ce.Seq-1, stored.ID)}), n, nil
+		case errors.Is(err, ErrNotFound):
+			return out, n, nil // deleted since the listing
+		case err != nil:
+			return nil, n, fmt.Errorf("doctor: read %s: %w", stored.ID, err)
+		}
+		n++
+		if len(e.Data) > 0 && !json.Valid(e.Data) {
+			out = append(out, Problem{Session: stored.ID, Seq: e.Seq, Kind: ProblemUndecodable,
+				Detail: fmt.Sprintf("the payload of %s event %d is not JSON", e.Type, e.Seq),
+				Fix:    "replay skips it; nothing to do unless the session misbehaves"})
+		}
+		fold.Apply(e)
+	}
+	if !bytes.Equal(entry.Encode(&stored), entry.Encode(&fold)) {
+		out = append(out, Problem{Session: stored.ID, Kind: ProblemSummaryStale,
+			Detail: fmt.Sprintf("the stored summary (head %d, %d messages, %q) differs from a fold of the log (head %d, %d messages, %q)", stored.Head, stored.Messages, stored.Title, fold.Head, fold.Messages, fold.Title),
+			Fix:    "run --doctor --repair to rebuild it from the log"})
+	}
+	if p := fold.Parent; p != nil {
+		if h, ok := heads[p.Session]; !ok || h < p.Seq {
+			out = append(out, Problem{Session: stored.ID, Kind: ProblemParentMissing,
+				Detail: fmt.Sprintf("it was forked from %s at seq %d, which this store no longer holds", p.Session, p.Seq),
+				Fix:    "nothing to do: a fork holds its own copy of the parent's events"})
+		}
+	}
+	return out, n, nil
+}

@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// TestSearchBySession makes every query take the session-by-session path
+// that queries matching many events take, and holds it to the scan.
+func TestSearchBySession(t *testing.T) {
+	old := manyMatches
+	manyMatches = 1
+	t.Cleanup(func() { manyMatches = old })
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := session.Now().Add(-time.Hour)
+	for i := range 12 {
+		id := fmt.Sprintf("s%02d", i)
+		// Sessions created in one order, updated in another.
+		at := func(d time.Duration) time.Time { return base.Add(time.Duration((i*7)%12)*time.Minute + d) }
+		evs := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: fmt.Sprint("ns", i%2)})}
+		for j := range 5 {
+			evs = append(evs, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("common word %d of %d", j, i)}))
+		}
+		for j := range evs {
+			evs[j].Time = at(time.Duration(j) * time.Second)
+		}
+		if _, err := s.Append(t.Context(), id, 0, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range []checkpoint.SearchOptions{{}, {Limit: 7}, {Namespace: "ns1", Limit: 3}} {
+		q, _ := checkpoint.ParseQuery("common wor")
+		want, err := checkpoint.Scan(t.Context(), s, q, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Search(t.Context(), q, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			t.Fatal("the scan found nothing")
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%+v: (-scan +search)\n%s", opts, diff)
+		}
+	}
+}
