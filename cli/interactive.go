@@ -210,9 +210,11 @@ type lineOutput struct {
 	mu       sync.Mutex
 	p        *printer
 	errw     io.Writer
-	busy     bool // a prompt's turn runs
-	bg       bool // a background completion turn is being printed
-	atPrompt bool // "> " is the last thing on the screen
+	busy     bool     // a prompt's turn runs
+	started  bool     // it holds the session: its updates came
+	held     []Update // background updates that came after them, shown after its end
+	bg       bool     // a background completion turn is being printed
+	atPrompt bool     // "> " is the last thing on the screen
 }
 
 func newLineOutput(std IO, format string) *lineOutput {
@@ -225,13 +227,25 @@ func newLineOutput(std IO, format string) *lineOutput {
 func (o *lineOutput) update(u Update) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.started = true
 	o.p.show(u)
 }
 
-// background prints one update of the agent's background work.
+// background prints one update of the agent's background work. Work that
+// starts once the prompt's turn released the session (a job ended during
+// it) is shown after that turn's end.
 func (o *lineOutput) background(u Update) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.busy && o.started {
+		o.held = append(o.held, u)
+		return
+	}
+	o.showBackground(u)
+}
+
+// showBackground prints a background update; o.mu is held.
+func (o *lineOutput) showBackground(u Update) {
 	text := o.p.format == "text"
 	if e := u.Event; e != nil {
 		switch e.Type {
@@ -318,7 +332,12 @@ func (o *lineOutput) end(res *liteagent.Result, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.p.finish(res, err)
-	o.busy = false
+	o.busy, o.started = false, false
+	held := o.held
+	o.held = nil
+	for _, u := range held {
+		o.showBackground(u)
+	}
 }
 
 // stderr is the line mode's own stderr: each write waits for the output in
