@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
 )
@@ -60,16 +61,28 @@ func oneShotApproval(allow []string, stderr io.Writer) liteagent.ApprovalFunc {
 		switch {
 		case all,
 			req.Kind == tool.KindEdit && slices.Contains(allow, "edit"),
-			req.Kind == tool.KindExec && slices.Contains(allow, "bash"):
+			req.Kind == tool.KindExec && slices.Contains(allow, "bash"),
+			req.Kind == tool.KindMCP && allowsMCP(allow, req.Tool):
 			return liteagent.AllowOnce, nil
 		}
 		flag := "edit"
-		if req.Kind == tool.KindExec {
+		switch req.Kind {
+		case tool.KindExec:
 			flag = "bash"
+		case tool.KindMCP:
+			flag = "mcp__" + req.Server + " (that server), --allow " + req.Tool + " (that tool) or --allow mcp (every MCP tool)"
 		}
 		fmt.Fprintf(stderr, "denied %s (one-shot runs need --allow %s to let it run)\n", req.Tool, flag)
 		return liteagent.Deny, nil
 	}
+}
+
+// allowsMCP reports whether --allow names the MCP tool: mcp (all of them),
+// mcp__SERVER or the tool's own name. A read-only annotation alone allows
+// nothing.
+func allowsMCP(allow []string, name string) bool {
+	server, _, _ := mcp.SplitToolName(name)
+	return slices.Contains(allow, "mcp") || slices.Contains(allow, "mcp__"+server) || slices.Contains(allow, name)
 }
 
 func oneShot(ctx context.Context, c *config, std IO) error {
@@ -79,6 +92,7 @@ func oneShot(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer e.close()
+	reportMCP(ctx, e.agent, std.Stderr)
 	return runOneShot(ctx, e, c, std)
 }
 

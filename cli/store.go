@@ -116,6 +116,9 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 		workdir = c.workdir
 	}
 	opts := &liteagent.Options{Workdir: workdir, MaxModelCalls: c.maxModelCalls, Approve: c.approve, Input: c.input, TaskList: c.taskList}
+	if !readOnly {
+		opts.MCPServers = c.mcpServers // inspection starts no server
+	}
 	var store checkpoint.Checkpointer
 	if c.sessionDB != "" {
 		s, err := openStore(ctx, c.sessionDB, readOnly)

@@ -88,6 +88,9 @@ func (m *model) panel() []string {
 		if s := summary(a.req.Tool, decodeInput(a.req.Input), a.req.Input); s != "" {
 			what += " " + s
 		}
+		if a.req.Server != "" {
+			what = "MCP server " + a.req.Server + ": " + what
+		}
 		rows = append(rows, m.rule("approval"))
 		rows = append(rows, prefixed(wrap("Allow "+short(what, 200)+"?", w-2), th.warn.Render("? "), "  ", th.user)...)
 		keys := fmt.Sprintf("y allow once · a allow %s for this session · n deny · esc cancel the turn", a.req.Tool)
