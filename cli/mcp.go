@@ -7,66 +7,25 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
-
-	"github.com/BurntSushi/toml"
 
 	liteagent "github.com/lite-agent/lite-agent"
+	configfile "github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/mcp"
 )
 
-// mcpFile is the part of a config file --mcp-config reads: the
-// [mcp.servers.NAME] tables.
-type mcpFile struct {
-	MCP struct {
-		Servers map[string]struct {
-			Command string            `toml:"command"`
-			Args    []string          `toml:"args"`
-			Env     map[string]string `toml:"env"`
-			Cwd     string            `toml:"cwd"`
-			URL     string            `toml:"url"`
-			Headers map[string]string `toml:"headers"`
-			// Transport is stdio, http or sse; it is rarely needed.
-			Transport string `toml:"transport"`
-			Timeout   string `toml:"timeout"`
-		} `toml:"servers"`
-	} `toml:"mcp"`
-}
-
-// loadMCPConfig reads the MCP servers of a config file. A file that does
-// not parse, a key it does not know or a server that cannot work is a
-// usage error naming the file.
+// loadMCPConfig reads the [mcp.servers.NAME] tables of a config file
+// (the shared configuration format of package config). A file that is
+// missing or does not parse, a key it does not know or a server that
+// cannot work is a usage error naming the file.
 func loadMCPConfig(path string) ([]mcp.ServerConfig, error) {
-	var f mcpFile
-	md, err := toml.DecodeFile(path, &f)
+	f, err := configfile.Read(path)
 	if err != nil {
-		return nil, usagef("--mcp-config %s: %v", path, err)
+		return nil, usagef("--mcp-config: %v", err)
 	}
-	if un := md.Undecoded(); len(un) > 0 {
-		keys := make([]string, len(un))
-		for i, k := range un {
-			keys[i] = k.String()
-		}
-		return nil, usagef("--mcp-config %s: unknown key(s) %s; an MCP server takes command, args, env, cwd, url, headers, transport and timeout under [mcp.servers.NAME]", path, strings.Join(keys, ", "))
+	if f == nil {
+		return nil, usagef("--mcp-config %s: no such file", path)
 	}
-	names := make([]string, 0, len(f.MCP.Servers))
-	for n := range f.MCP.Servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []mcp.ServerConfig
-	for _, n := range names {
-		s := f.MCP.Servers[n]
-		c := mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Transport: s.Transport}
-		if s.Timeout != "" {
-			d, err := time.ParseDuration(s.Timeout)
-			if err != nil {
-				return nil, usagef("--mcp-config %s: [mcp.servers.%s] timeout %q: use a duration such as \"30s\"", path, n, s.Timeout)
-			}
-			c.Timeout = d
-		}
-		out = append(out, c)
-	}
+	out := mcpServers(f.MCP.Servers)
 	if err := mcp.CheckAll(out); err != nil {
 		return nil, usagef("--mcp-config %s: %v", path, err)
 	}
@@ -74,6 +33,22 @@ func loadMCPConfig(path string) ([]mcp.ServerConfig, error) {
 		return nil, usagef("--mcp-config %s has no [mcp.servers.NAME] table", path)
 	}
 	return out, nil
+}
+
+// mcpServers maps the config file's servers to the MCP client's, sorted
+// by name.
+func mcpServers(servers map[string]configfile.MCPServer) []mcp.ServerConfig {
+	names := make([]string, 0, len(servers))
+	for n := range servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]mcp.ServerConfig, 0, len(names))
+	for _, n := range names {
+		s := servers[n]
+		out = append(out, mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Duration})
+	}
+	return out
 }
 
 // reportMCP waits for the servers' start and tells the user about those
