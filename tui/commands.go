@@ -32,7 +32,7 @@ var help = []struct{ key, what string }{
 	{"/fork [SEQ]", "continue in a copy of this session (up to SEQ)"},
 	{"/new", "start a new session"},
 	{"/mcp", "the MCP servers: state, tools, prompts"},
-	{"/mcp__S__P [ARGS]", "send MCP server S's prompt P"},
+	{"/mcp__S__P", "send MCP server S's prompt P (ARGS after it)"},
 	{"/help", "this help"},
 	{"/exit", "quit"},
 }
