@@ -11,6 +11,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/tool"
@@ -86,6 +87,15 @@ type Options struct {
 	// turn ends. Until then, and without it, a session's title is its first
 	// prompt. The command line turns it on.
 	ModelTitles bool
+	// MCPServers are Model Context Protocol servers whose tools the model
+	// may call, as mcp__<server>__<tool>; they always ask Approve. New
+	// starts them all at once in the background; a turn waits for their
+	// start (each bounded by its Timeout); one that fails is left out and
+	// reported by Agent.MCP. Close stops them. Their env and headers are
+	// never written to a session log.
+	MCPServers []mcp.ServerConfig
+	// MCPOptions tunes the servers' start and stop; nil gives the defaults.
+	MCPOptions *mcp.Options
 }
 
 // DefaultSystemPrompt is the system prompt used when Options.System is empty.
@@ -113,6 +123,12 @@ type ApprovalRequest struct {
 	// turn (a job ended while no prompt ran): no user is waiting on it, so
 	// an interactive client may want to ask differently, or deny.
 	Background bool
+	// Server names the MCP server of an MCP tool (Kind tool.KindMCP);
+	// Input then holds the arguments sent to it.
+	Server string
+	// ReadOnly is set when the tool says it only reads (an MCP
+	// annotation): the server's claim, which a rule may trust.
+	ReadOnly bool
 }
 
 // ApprovalFunc decides on a tool call. It must return when ctx is done
@@ -132,6 +148,7 @@ type Agent struct {
 	persist   bool
 	namespace string
 	root      *tool.Root
+	mcp       mcpServers // the MCP servers, shared by the agent's sessions
 	hub       hub
 
 	closing   context.Context // done when Close starts
@@ -200,6 +217,7 @@ func New(opts *Options) (*Agent, error) {
 		return nil, err
 	}
 	a.closing, a.stopAll = context.WithCancel(context.Background())
+	a.startMCP(a.closing)
 	return a, nil
 }
 
@@ -255,6 +273,7 @@ func (a *Agent) Close() error {
 		if len(running) > 0 {
 			errs = append(errs, a.recordAllEnds(running))
 		}
+		errs = append(errs, a.closeMCP())
 		a.hub.close()
 		a.mu.Lock()
 		for s := range a.sessions {

@@ -53,8 +53,9 @@ type Session struct {
 	root      *tool.Root
 	ownRoot   bool
 	namespace string
-	tools     map[string]tool.Tool
+	tools     map[string]tool.Tool // changed only while holding the turn (MCP tools are synced per turn)
 	specs     []provider.ToolSpec
+	baseTools []tool.Tool // the tools that are not MCP servers'
 
 	turn     chan struct{} // one turn at a time
 	closing  context.Context
@@ -218,7 +219,8 @@ func (s *Session) assembleTools() error {
 			return fmt.Errorf("two tools are named %q", sp.Name)
 		}
 		s.tools[sp.Name] = t
-		s.specs = append(s.specs, provider.ToolSpec{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema})
+		s.specs = append(s.specs, specOf(t))
+		s.baseTools = append(s.baseTools, t)
 	}
 	return nil
 }

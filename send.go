@@ -55,6 +55,9 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 	if hz := s.Hazards(); len(hz) > 0 {
 		return nil, &HazardError{Session: s.id, Hazards: hz}
 	}
+	if err := s.syncMCPTools(ctx); err != nil {
+		return nil, err
+	}
 	res := &Result{Session: s.id}
 	// A turn a crash cut off: calls the model asked for that never started
 	// are asked for again (approval included); a turn that died while the
@@ -323,7 +326,7 @@ func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []s
 	s.mu.Lock()
 	background := s.inBackground
 	s.mu.Unlock()
-	req := ApprovalRequest{Session: s.id, CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background}
+	req := ApprovalRequest{Session: s.id, CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background, Server: spec.Server, ReadOnly: spec.ReadOnly}
 	s.publish(Update{Session: s.id, Approval: &req})
 	d, err := s.a.opts.Approve(ctx, req)
 	var de *DeniedError

@@ -10,6 +10,7 @@ import (
 
 	liteagent "github.com/lite-agent/lite-agent"
 	cfgpkg "github.com/lite-agent/lite-agent/config"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/tool"
 )
@@ -106,6 +107,10 @@ func (c *config) decide(ch approvalChoice, req liteagent.ApprovalRequest, stderr
 // approvalQuestion is the line mode's question for req.
 func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 	what := req.Tool + " " + short(string(req.Input), 120)
+	if req.Server != "" {
+		_, name, _ := mcp.SplitToolName(req.Tool)
+		what = fmt.Sprintf("MCP server %s's tool %s with %s", req.Server, name, short(string(req.Input), 400))
+	}
 	q := fmt.Sprintf("allow %s?\n  [y] once  [a] every %s call this session", what, req.Tool)
 	if c.rules != nil && c.settings != nil {
 		sug := permission.Suggest(ruleRequest(req))

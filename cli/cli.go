@@ -15,6 +15,7 @@ import (
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint"
 	cfgpkg "github.com/lite-agent/lite-agent/config"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 )
@@ -100,6 +101,9 @@ type config struct {
 	prompt                   string
 	taskList                 string // --task-list: the shared task list to use
 	noWait                   bool   // --no-wait: one-shot runs do not wait for background jobs
+	mcpConfig                string // --mcp-config: the file the MCP servers are read from
+	mcpServers               []mcp.ServerConfig
+	listMCP                  bool // --mcp
 
 	// Configuration files, rules and the sandbox (settings.go).
 	showConfig, showVersion bool
@@ -188,13 +192,15 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model server's base `URL` (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL, else the provider's)")
-	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash or all (repeatable)")
+	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash, mcp (every MCP tool), mcp__SERVER or mcp__SERVER__TOOL, or all (repeatable)")
 	fs.StringVar(&c.output, "output", "text", "one-shot output `FORMAT`: text, json (the final result) or stream-json (one event per line)")
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
 	fs.IntVar(&c.maxModelCalls, "max-model-calls", 50, "stop a turn after `N` model calls")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", provider.DefaultIdleTimeout, "give a model stream up as stalled when nothing arrives for `DURATION` (retried if nothing was streamed yet; 0: never)")
 	fs.StringVar(&c.taskList, "task-list", "", "use the task list `NAME`, shared with every session of this workspace that names it (default: each session has its own)")
+	fs.StringVar(&c.mcpConfig, "mcp-config", "", "start the MCP servers of the [mcp.servers.NAME] tables of the TOML `FILE`; their tools are offered as mcp__NAME__TOOL")
+	fs.BoolVar(&c.listMCP, "mcp", false, "start the configured MCP servers, print each with its state, tools and prompts, and stop them")
 	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
 }
@@ -294,16 +300,26 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--output must be text, json or stream-json, not %q", c.output)
 	}
 	for _, a := range c.allow {
-		switch a {
-		case "edit", "bash", "all":
+		switch {
+		case a == "edit", a == "bash", a == "all", a == "mcp", strings.HasPrefix(a, "mcp__") && len(a) > len("mcp__"):
 		default:
-			return nil, usagef("--allow takes edit, bash or all, not %q", a)
+			return nil, usagef("--allow takes edit, bash, mcp, mcp__SERVER, mcp__SERVER__TOOL or all, not %q", a)
 		}
 	}
 	if c.search != "" {
 		if _, err := checkpoint.ParseQuery(c.search); err != nil {
 			return nil, usagef("--search %q: give one or more words to look for", c.search)
 		}
+	}
+	if c.mcpConfig != "" {
+		servers, err := loadMCPConfig(c.mcpConfig)
+		if err != nil {
+			return nil, err
+		}
+		c.mcpServers = servers
+	}
+	if c.listMCP && (c.prompt != "" || len(given) > 0) {
+		return nil, usagef("--mcp runs on its own: it takes no prompt and no session operation")
 	}
 	if err := checkJobFlags(c); err != nil {
 		return nil, err
@@ -365,6 +381,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		defer stop()
 	}
 	switch {
+	case c.listMCP:
+		return listMCP(ctx, c, std)
 	case c.sessions:
 		return listSessions(ctx, c, std)
 	case c.sessionInfo != "":

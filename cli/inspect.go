@@ -10,6 +10,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -175,6 +176,10 @@ type hazardJSON struct {
 	CallID  string    `json:"call_id"`
 	Started time.Time `json:"started"`
 	Paths   []string  `json:"paths"`
+	// MCPServer and MCPTool name the server and its tool when the call
+	// was an MCP tool's (mcp__server__tool).
+	MCPServer string `json:"mcp_server,omitempty"`
+	MCPTool   string `json:"mcp_tool,omitempty"`
 }
 
 func toCheckpoints(cps []session.Checkpoint) []checkpointJSON {
@@ -192,7 +197,8 @@ func toHazards(hz []session.Hazard) []hazardJSON {
 		if paths == nil {
 			paths = []string{}
 		}
-		out = append(out, hazardJSON{Token: h.Token, Tool: h.Tool, CallID: h.CallID, Started: h.Started, Paths: paths})
+		server, name, _ := mcp.SplitToolName(h.Tool)
+		out = append(out, hazardJSON{Token: h.Token, Tool: h.Tool, CallID: h.CallID, Started: h.Started, Paths: paths, MCPServer: server, MCPTool: name})
 	}
 	return out
 }

@@ -47,6 +47,8 @@ const lineHelp = `Type a prompt and press enter. Commands:
   /rewind SEQ          rewind the session and its files to checkpoint SEQ (asks first)
   /fork [SEQ]          continue in a copy of the current session (up to SEQ)
   /new                 start a new session
+  /mcp                 the MCP servers: their state, tools and prompts
+  /mcp__SERVER__PROMPT [ARGS]  send an MCP server's prompt (ARGS in order, or NAME=VALUE)
   /help                show this help
   /exit                quit (so does end of input)
 Ctrl-C cancels a running turn; a second Ctrl-C quits.
@@ -69,6 +71,7 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	e.onBackground(m.out.background)
 	m.std.Stderr = m.out.stderr()
 	fmt.Fprintf(m.std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
+	reportMCP(ctx, e.agent, m.std.Stderr)
 	if id := e.agent.SessionID(); id != "" {
 		fmt.Fprintf(m.std.Stderr, "resumed session %s\n", id)
 	}
@@ -390,7 +393,20 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 		return m.rewind(ctx, arg)
 	case "/fork":
 		return m.fork(ctx, arg)
+	case "/mcp":
+		set, err := m.e.agent.MCP(ctx)
+		if err != nil {
+			return err
+		}
+		printMCP(m.std.Stderr, set)
 	default:
+		if strings.HasPrefix(fields[0], "/mcp__") {
+			prompt, err := mcpPrompt(ctx, m.e.agent, line)
+			if err != nil {
+				return err
+			}
+			return m.turn(ctx, prompt)
+		}
 		return fmt.Errorf("unknown command %s; /help lists them", fields[0])
 	}
 	return nil

@@ -60,8 +60,11 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 func oneShotApproval(stderr io.Writer) liteagent.ApprovalFunc {
 	return func(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
 		flag := "edit"
-		if req.Kind == tool.KindExec {
+		switch req.Kind {
+		case tool.KindExec:
 			flag = "bash"
+		case tool.KindMCP:
+			flag = "mcp__" + req.Server + " (that server), --allow " + req.Tool + " (that tool) or --allow mcp (every MCP tool)"
 		}
 		fmt.Fprintf(stderr, "denied %s (one-shot runs need --allow %s, or an allow rule in a config file, to let it run)\n", req.Tool, flag)
 		return liteagent.Deny, &liteagent.DeniedError{Reason: "this one-shot run has nobody to approve it; the user can allow such calls with --allow " + flag + " or a permission rule"}
@@ -75,6 +78,7 @@ func oneShot(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer e.close()
+	reportMCP(ctx, e.agent, std.Stderr)
 	return runOneShot(ctx, e, c, std)
 }
 

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	cfgpkg "github.com/lite-agent/lite-agent/config"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/sandbox"
 	"github.com/lite-agent/lite-agent/tool"
@@ -57,9 +59,7 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 		rules = append(rules, permission.Rule{Effect: permission.Effect(r.List), Pattern: r.Pattern, Reason: r.Reason, Source: r.Source.String()})
 	}
 	for _, kind := range c.allow {
-		for _, k := range allowKinds(kind) {
-			rules = append(rules, permission.Rule{Effect: permission.Allow, Kind: string(k), Source: "--allow " + kind})
-		}
+		rules = append(rules, allowRules(kind)...)
 	}
 	if c.rules, err = permission.New(rules); err != nil {
 		return usagef("%v", err)
@@ -77,15 +77,29 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 	return nil
 }
 
-// allowKinds maps an --allow value to the tool kinds it lets run.
-func allowKinds(kind string) []tool.Kind {
-	switch kind {
-	case "edit":
-		return []tool.Kind{tool.KindEdit}
-	case "bash":
-		return []tool.Kind{tool.KindExec}
+// allowRules maps an --allow value to the allow rules it stands for: a
+// tool kind (edit, bash, mcp, or all three), one MCP server's tools
+// (mcp__SERVER) or one tool (mcp__SERVER__TOOL). A read-only annotation
+// alone allows nothing.
+func allowRules(value string) []permission.Rule {
+	rule := func(kind tool.Kind, pattern string) permission.Rule {
+		return permission.Rule{Effect: permission.Allow, Kind: string(kind), Pattern: pattern, Source: "--allow " + value}
 	}
-	return []tool.Kind{tool.KindEdit, tool.KindExec}
+	switch value {
+	case "edit":
+		return []permission.Rule{rule(tool.KindEdit, "")}
+	case "bash":
+		return []permission.Rule{rule(tool.KindExec, "")}
+	case "mcp":
+		return []permission.Rule{rule(tool.KindMCP, "")}
+	case "all":
+		return []permission.Rule{rule(tool.KindEdit, ""), rule(tool.KindExec, ""), rule(tool.KindMCP, "")}
+	}
+	if _, _, ok := mcp.SplitToolName(value); ok {
+		return []permission.Rule{rule("", value)}
+	}
+	return []permission.Rule{rule("", strings.TrimSuffix(value, "__")+"__*")} // mcp__SERVER, as parse checked
+
 }
 
 func allowsBash(allow []string) bool {

@@ -123,6 +123,9 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 		}
 		opts.Tools = t
 	}
+	if !readOnly {
+		opts.MCPServers = c.mcpServers // inspection starts no server
+	}
 	var store checkpoint.Checkpointer
 	if c.sessionDB != "" {
 		s, err := openStore(ctx, c.sessionDB, readOnly)

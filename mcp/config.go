@@ -29,7 +29,8 @@ type ServerConfig struct {
 	// SSE if that fails), "stdio", "http" or "sse".
 	Transport string
 	// Timeout bounds the start (process start, initialize, the first
-	// listings); 0 gives Options.StartTimeout.
+	// listings; 0 gives Options.StartTimeout) and, when set, each tool call
+	// (0: a call runs until it ends or its turn is cancelled).
 	Timeout time.Duration
 }
 

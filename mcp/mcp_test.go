@@ -3,14 +3,19 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lite-agent/lite-agent/internal/mcptest"
 	"github.com/lite-agent/lite-agent/mcp"
@@ -243,5 +248,56 @@ func waitFile(t *testing.T, path string) []byte {
 			t.Fatalf("%s never appeared", path)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestUnreachableHTTPServer(t *testing.T) {
+	set := start(t, &mcp.Options{StartTimeout: 5 * time.Second}, mcp.ServerConfig{Name: "gone", URL: "http://127.0.0.1:1/mcp?token=secret"})
+	err := set.Servers()[0].Err
+	if err == nil || !strings.Contains(err.Error(), `mcp server "gone" (url http://127.0.0.1:1/mcp)`) || !strings.Contains(err.Error(), "SSE") {
+		t.Errorf("unreachable server: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "secret") {
+		t.Errorf("the error shows the URL's query: %v", err)
+	}
+}
+
+// TestSSEFallback: a server that speaks only the older SSE transport (the
+// Go SDK's own SSE handler, over real HTTP) is reached by falling back from
+// streamable HTTP, with the configured headers on every request.
+func TestSSEFallback(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "old", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "hello"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello over SSE"}}}, nil, nil
+	})
+	sse := sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var mu sync.Mutex
+	var auth []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Method == http.MethodPost && r.URL.Query().Get("sessionid") == "" {
+			http.Error(w, "this server speaks SSE only", http.StatusMethodNotAllowed)
+			return
+		}
+		sse.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	set := start(t, nil, mcp.ServerConfig{Name: "old", URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer xyz"}})
+	st := set.Servers()[0]
+	if st.State != mcp.StateReady || st.Transport != "sse" {
+		t.Fatalf("state %s transport %q err %v", st.State, st.Transport, st.Err)
+	}
+	if r := run(t, findTool(t, set, "mcp__old__hello"), `{}`); r.Output != "hello over SSE" {
+		t.Errorf("hello: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range auth {
+		if a != "Bearer xyz" {
+			t.Errorf("a request went without the header: %q", auth)
+			break
+		}
 	}
 }

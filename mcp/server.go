@@ -32,6 +32,9 @@ type server struct {
 	toolsStale   atomic.Bool // tools/list_changed arrived since the last listing
 	promptsStale atomic.Bool
 
+	life    context.Context // ends when the server is closed
+	endLife context.CancelFunc
+
 	mu        sync.Mutex // guards the fields below
 	state     State
 	err       error
@@ -100,6 +103,10 @@ func (s *server) fail(err error) {
 			err = fmt.Errorf("%w; its stderr ends: %s", err, tail)
 		}
 	}
+	if s.cfg.URL != "" {
+		// HTTP errors quote the URL, whose query may hold a secret.
+		err = errors.New(strings.ReplaceAll(err.Error(), s.cfg.URL, strings.TrimPrefix(s.cfg.describe(), "url ")))
+	}
 	s.state, s.err = StateFailed, fmt.Errorf("mcp server %q (%s): %w", s.cfg.Name, s.cfg.describe(), err)
 }
 
@@ -133,7 +140,7 @@ func (s *server) connect(ctx context.Context, abort context.CancelCauseFunc) (*s
 			return cs, err
 		}
 		// An older server may speak only the SSE transport.
-		sseCS, sseErr := s.client().Connect(ctx, &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil)
+		sseCS, sseErr := s.client().Connect(ctx, s.sse(hc), nil)
 		if sseErr != nil {
 			return nil, fmt.Errorf("streamable HTTP: %w; SSE: %v", err, sseErr)
 		}
@@ -141,8 +148,22 @@ func (s *server) connect(ctx context.Context, abort context.CancelCauseFunc) (*s
 		return sseCS, nil
 	}
 	s.setTransport("sse")
-	return s.client().Connect(ctx, &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil)
+	return s.client().Connect(ctx, s.sse(hc), nil)
 }
+
+// sse is the SSE transport. Its event stream lives as long as the context
+// it is connected with, so that is the server's lifetime, not the start's.
+func (s *server) sse(hc *http.Client) sdk.Transport {
+	return lifetime{&sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, s.life}
+}
+
+// lifetime connects its transport with ctx, whatever the caller's is.
+type lifetime struct {
+	sdk.Transport
+	ctx context.Context
+}
+
+func (l lifetime) Connect(context.Context) (sdk.Connection, error) { return l.Transport.Connect(l.ctx) }
 
 func (s *server) setTransport(t string) {
 	s.mu.Lock()
@@ -198,6 +219,13 @@ func (s *server) refresh(ctx context.Context) error {
 	if !tools && !prompts {
 		return nil
 	}
+	// A server that stops answering must not hold up every turn.
+	timeout := s.cfg.Timeout
+	if timeout == 0 {
+		timeout = s.opts.StartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if err := s.list(ctx, cs, tools, prompts); err != nil {
 		return fmt.Errorf("mcp server %q: %w", s.cfg.Name, err)
 	}
@@ -247,6 +275,7 @@ func (s *server) unavailable() error {
 
 // close stops the server; it returns when its process has exited.
 func (s *server) close() error {
+	s.endLife()
 	s.mu.Lock()
 	s.closing = true
 	cs, p := s.cs, s.proc

@@ -62,6 +62,7 @@ func Start(ctx context.Context, servers []ServerConfig, opts *Options) *Set {
 	var wg sync.WaitGroup
 	for _, c := range servers {
 		s := &server{cfg: c, opts: o, state: StateStarting}
+		s.life, s.endLife = context.WithCancel(context.WithoutCancel(ctx))
 		set.servers = append(set.servers, s)
 		err := c.Check()
 		if err == nil && seen[c.Name] {

@@ -57,8 +57,17 @@ func (t *remoteTool) Run(ctx context.Context, call tool.Call) tool.Result {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	callCtx := ctx
+	if d := t.srv.cfg.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
+		if ctx.Err() == nil && callCtx.Err() != nil {
+			return tool.Result{Output: fmt.Sprintf("The MCP server %q did not answer the call of %q within its timeout (%s); it was told to cancel it, but what it did meanwhile is unknown.", t.srv.cfg.Name, t.name, t.srv.cfg.Timeout), IsError: true, Untracked: !t.spec.ReadOnly}
+		}
 		if ctx.Err() != nil {
 			return tool.Result{Output: "The call was cancelled; the MCP server was told so.", IsError: true, Untracked: !t.spec.ReadOnly}
 		}

@@ -155,6 +155,9 @@ func (m *model) approvalRows(a *approvalAsk) []string {
 	if s := summary(a.req.Tool, decodeInput(a.req.Input), a.req.Input); s != "" {
 		what += " " + s
 	}
+	if a.req.Server != "" {
+		what = "MCP server " + a.req.Server + ": " + what
+	}
 	rows := []string{m.rule("approval")}
 	rows = append(rows, prefixed(wrap("Allow "+short(what, 200)+"?", w-2), th.warn.Render("? "), "  ", th.user)...)
 	for i, c := range m.choices(a) {

@@ -31,6 +31,8 @@ var help = []struct{ key, what string }{
 	{"/rewind SEQ", "rewind to checkpoint SEQ"},
 	{"/fork [SEQ]", "continue in a copy of this session (up to SEQ)"},
 	{"/new", "start a new session"},
+	{"/mcp", "the MCP servers: state, tools, prompts"},
+	{"/mcp__S__P", "send MCP server S's prompt P (ARGS after it)"},
 	{"/help", "this help"},
 	{"/exit", "quit"},
 }
@@ -167,6 +169,8 @@ func (m *model) command(line string) tea.Cmd {
 			return nil
 		}
 		return m.plan(seq, "")
+	case "/mcp":
+		return m.mcpStatus()
 	case "/fork":
 		if !m.needDB(name) || !m.needSession(name) {
 			return nil
@@ -181,6 +185,9 @@ func (m *model) command(line string) tea.Cmd {
 			seq = n
 		}
 		return m.fork(seq)
+	}
+	if strings.HasPrefix(name, "/mcp__") {
+		return m.mcpPrompt(line)
 	}
 	m.tr.fail("unknown command " + name + "; /help lists them")
 	return nil

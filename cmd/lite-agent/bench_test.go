@@ -17,9 +17,14 @@ import (
 	"github.com/lite-agent/lite-agent/tool"
 )
 
-// buildBinary builds the real lite-agent command once per benchmark.
+// buildBinary builds the real lite-agent command once per benchmark, or
+// returns $LITE_AGENT_BENCH_BIN: another build (say, main's) to compare
+// with in the same run.
 func buildBinary(b *testing.B) string {
 	b.Helper()
+	if bin := os.Getenv("LITE_AGENT_BENCH_BIN"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(b.TempDir(), "lite-agent")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {

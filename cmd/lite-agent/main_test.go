@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,14 @@ func start(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) 
 // startEnv is start with extra environment variables.
 func startEnv(t testing.TB, srv *fakemodel.Server, workdir string, env []string, args ...string) *proc {
 	t.Helper()
+	return startIn(t, srv, workdir, nil, env, args...)
+}
+
+// startIn is startEnv with stdin.
+func startIn(t testing.TB, srv *fakemodel.Server, workdir string, stdin io.Reader, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"--workdir", workdir}, args...)...)
+	cmd.Stdin = stdin
 	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=",
 		"HOME="+t.TempDir(), "XDG_STATE_HOME=", "XDG_CONFIG_HOME=")
 	cmd.Env = append(cmd.Env, env...)

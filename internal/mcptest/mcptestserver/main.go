@@ -9,7 +9,8 @@
 //
 // With -dir, the slow tool writes DIR/slow.started when it starts and
 // DIR/slow.cancelled when the client cancels it, and -child writes the
-// pid of the child it starts to DIR/child.pid.
+// pid of the child it starts to DIR/child.pid; the server writes its own
+// pid to DIR/server.pid.
 package main
 
 import (
@@ -40,6 +41,7 @@ func main() {
 			_ = os.WriteFile(filepath.Join(*dir, name), []byte(text), 0o644)
 		}
 	}
+	mark("server.pid", strconv.Itoa(os.Getpid()))
 	if *ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -102,6 +104,14 @@ func main() {
 					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added: here"}}}, nil, nil
 				})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added the tool added"}}}, nil, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a file.", Arguments: []*mcp.PromptArgument{{Name: "file", Required: true}, {Name: "focus"}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			text := "Review " + req.Params.Arguments["file"] + " carefully"
+			if f := req.Params.Arguments["focus"]; f != "" {
+				text += ", looking at " + f
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text + "."}}}}, nil
 		})
 	runCtx := context.Background()
 	if *ignoreStdin {

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	liteagent "github.com/lite-agent/lite-agent"
+	configfile "github.com/lite-agent/lite-agent/config"
+	"github.com/lite-agent/lite-agent/mcp"
+)
+
+// loadMCPConfig reads the [mcp.servers.NAME] tables of a config file
+// (the shared configuration format of package config). A file that is
+// missing or does not parse, a key it does not know or a server that
+// cannot work is a usage error naming the file.
+func loadMCPConfig(path string) ([]mcp.ServerConfig, error) {
+	f, err := configfile.Read(path)
+	if err != nil {
+		return nil, usagef("--mcp-config: %v", err)
+	}
+	if f == nil {
+		return nil, usagef("--mcp-config %s: no such file", path)
+	}
+	out := mcpServers(f.MCP.Servers)
+	if err := mcp.CheckAll(out); err != nil {
+		return nil, usagef("--mcp-config %s: %v", path, err)
+	}
+	if len(out) == 0 {
+		return nil, usagef("--mcp-config %s has no [mcp.servers.NAME] table", path)
+	}
+	return out, nil
+}
+
+// mcpServers maps the config file's servers to the MCP client's, sorted
+// by name.
+func mcpServers(servers map[string]configfile.MCPServer) []mcp.ServerConfig {
+	names := make([]string, 0, len(servers))
+	for n := range servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]mcp.ServerConfig, 0, len(names))
+	for _, n := range names {
+		s := servers[n]
+		out = append(out, mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Duration})
+	}
+	return out
+}
+
+// reportMCP waits for the servers' start and tells the user about those
+// that failed; the agent goes on without them.
+func reportMCP(ctx context.Context, a *liteagent.Agent, stderr io.Writer) {
+	set, err := a.MCP(ctx)
+	if set == nil || err != nil {
+		return
+	}
+	for _, err := range set.Failed() {
+		fmt.Fprintf(stderr, "lite-agent: %s; going on without it (--mcp shows the servers)\n", oneLine(err.Error()))
+	}
+}
+
+// listMCP is --mcp: start the configured servers, print each with its
+// state and what it offers, and stop them.
+func listMCP(ctx context.Context, c *config, std IO) error {
+	if len(c.mcpServers) == 0 {
+		return usagef("--mcp: no MCP servers are configured (give --mcp-config FILE)")
+	}
+	e, err := newAgent(ctx, c, "", false, false)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	set, err := e.agent.MCP(ctx)
+	if err != nil {
+		return err
+	}
+	failed := printMCP(std.Stdout, set)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d MCP servers did not start", failed, len(set.Servers()))
+	}
+	return nil
+}
+
+// printMCP writes the servers' status and returns how many failed. The
+// line mode's /mcp and --mcp share it.
+func printMCP(w io.Writer, set *mcp.Set) (failed int) {
+	if set == nil {
+		fmt.Fprintln(w, "no MCP servers are configured (give --mcp-config FILE)")
+		return 0
+	}
+	return mcp.WriteStatus(w, set.Servers())
+}
+
+// mcpPrompt turns a /mcp__server__prompt line into the prompt to send.
+func mcpPrompt(ctx context.Context, a *liteagent.Agent, line string) (string, error) {
+	command, args, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
+	set, err := a.MCP(ctx)
+	if err != nil {
+		return "", err
+	}
+	if set == nil {
+		return "", errors.New("no MCP servers are configured (give --mcp-config FILE)")
+	}
+	return set.GetPrompt(ctx, command, args)
+}

@@ -1,0 +1,54 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lite-agent/lite-agent/mcp"
+)
+
+// mcpStatus is /mcp: the servers, their state, tools and prompts, shown
+// once their start is over.
+func (m *model) mcpStatus() tea.Cmd {
+	a := m.agent
+	return m.do("starting the MCP servers", func(ctx context.Context) func(*model) tea.Cmd {
+		set, err := a.MCP(ctx)
+		if err != nil {
+			return failed("/mcp", err)
+		}
+		if set == nil {
+			return func(m *model) tea.Cmd {
+				m.tr.notice("no MCP servers are configured (give --mcp-config FILE)")
+				return nil
+			}
+		}
+		var b strings.Builder
+		mcp.WriteStatus(&b, set.Servers())
+		text := strings.TrimRight(b.String(), "\n")
+		return func(m *model) tea.Cmd { m.tr.notice(text); return nil }
+	})
+}
+
+// mcpPrompt is /mcp__server__prompt ARGS: the server fills in its prompt,
+// which is then sent as if typed.
+func (m *model) mcpPrompt(line string) tea.Cmd {
+	a := m.agent
+	command, args, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
+	return m.do("getting the MCP prompt", func(ctx context.Context) func(*model) tea.Cmd {
+		set, err := a.MCP(ctx)
+		if err == nil && set == nil {
+			err = errors.New("no MCP servers are configured (give --mcp-config FILE)")
+		}
+		var text string
+		if err == nil {
+			text, err = set.GetPrompt(ctx, command, args)
+		}
+		if err != nil {
+			return failed("/"+command, err)
+		}
+		return func(m *model) tea.Cmd { return m.startTurn(text) }
+	})
+}
