@@ -23,6 +23,27 @@ type Sandboxed interface {
 	SandboxMode() string
 }
 
+// PermissionRequest is the call as the permission engine sees it, for a
+// client that offers to allow it by a rule (see permission.Suggest).
+func (r ApprovalRequest) PermissionRequest() permission.Request {
+	req := permission.Request{Tool: r.Tool, Kind: string(r.Kind), Paths: r.Paths}
+	if r.Kind == tool.KindExec {
+		req.Command = commandOf(r.Input)
+	}
+	return req
+}
+
+// commandOf returns the command field of a shell tool's input.
+func commandOf(input json.RawMessage) string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	return in.Command
+}
+
 // ruleRequest describes a call to the permission engine: the command of
 // a shell tool, the paths of a file tool (those it changes, or the path
 // its input names).

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	cfgpkg "github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
-	"github.com/lite-agent/lite-agent/tool"
 )
 
 // approvalSettle is how long an approval must have been on a terminal
@@ -53,22 +51,13 @@ func parseChoice(line string) (approvalChoice, bool) {
 	return approvalChoice{}, false
 }
 
-// ruleRequest is the permission request for an approval, for suggestions.
-func ruleRequest(req liteagent.ApprovalRequest) permission.Request {
-	r := permission.Request{Tool: req.Tool, Kind: string(req.Kind), Paths: req.Paths}
-	if req.Kind == tool.KindExec {
-		r.Command = commandOf(req.Input)
-	}
-	return r
-}
-
 // decide turns a choice into the agent's decision, adding the rules it
 // names (for this run, or saved to the project's config file).
 func (c *config) decide(ch approvalChoice, req liteagent.ApprovalRequest, stderr io.Writer) (liteagent.Decision, error) {
 	if (ch.key == "e" || ch.key == "p" || ch.key == "s") && (c.rules == nil || c.settings == nil) {
 		ch.key = "y" // no rules in this run (the demo): allow once
 	}
-	sug := permission.Suggest(ruleRequest(req))
+	sug := permission.Suggest(req.PermissionRequest())
 	add := func(patterns []string, source string) {
 		for _, p := range patterns {
 			if err := c.rules.Add(permission.Rule{Effect: permission.Allow, Pattern: p, Source: source}); err != nil {
@@ -113,7 +102,7 @@ func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 	}
 	q := fmt.Sprintf("allow %s?\n  [y] once  [a] every %s call this session", what, req.Tool)
 	if c.rules != nil && c.settings != nil {
-		sug := permission.Suggest(ruleRequest(req))
+		sug := permission.Suggest(req.PermissionRequest())
 		q += fmt.Sprintf("  [e] exactly %s  [p] %s this session  [s] save %s to %s",
 			strings.Join(sug.Exact, " "), strings.Join(sug.Pattern, " "), strings.Join(sug.Pattern, " "), c.settings.ProjectFile)
 	}
@@ -148,15 +137,4 @@ func (m *lineMode) approvalAnswer(ctx context.Context, q string) (approvalChoice
 			return approvalChoice{}, ctx.Err()
 		}
 	}
-}
-
-// commandOf returns the command field of a shell tool's input.
-func commandOf(input []byte) string {
-	var in struct {
-		Command string `json:"command"`
-	}
-	if json.Unmarshal(input, &in) != nil {
-		return ""
-	}
-	return in.Command
 }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/permission"
-	"github.com/lite-agent/lite-agent/tool"
 )
 
 // approvalSettle is how long an approval must have been on screen before
@@ -37,7 +35,7 @@ func (m *model) choices(a *approvalAsk) []choice {
 		}},
 	}
 	if rules := m.opts.Rules; rules != nil {
-		sug := permission.Suggest(ruleRequest(a.req))
+		sug := permission.Suggest(a.req.PermissionRequest())
 		cs = append(cs,
 			choice{"e", "allow exactly " + strings.Join(sug.Exact, " ") + " this session", func(m *model, a *approvalAsk) (liteagent.Decision, string) {
 				m.addRules(sug.Exact, "session")
@@ -73,20 +71,6 @@ func (m *model) addRules(patterns []string, source string) {
 			m.hint = oneLine(err.Error())
 		}
 	}
-}
-
-// ruleRequest is the permission request an approval stands for.
-func ruleRequest(req liteagent.ApprovalRequest) permission.Request {
-	r := permission.Request{Tool: req.Tool, Kind: string(req.Kind), Paths: req.Paths}
-	if req.Kind == tool.KindExec {
-		var in struct {
-			Command string `json:"command"`
-		}
-		if json.Unmarshal(req.Input, &in) == nil {
-			r.Command = in.Command
-		}
-	}
-	return r
 }
 
 // approvalKey handles a key while an approval is open: ↑↓ choose, enter

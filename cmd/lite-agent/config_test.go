@@ -32,9 +32,15 @@ func project(t *testing.T, userText, projectText string) string {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "xdg"))
+	configHome = filepath.Join(base, "xdg")
+	t.Cleanup(func() { configHome = "" })
 	return work
 }
+
+// configHome is the XDG_CONFIG_HOME the runs of a test get: "" (no user
+// file) unless the test made one with project. The tests of this package
+// do not run in parallel.
+var configHome string
 
 // Rules from the user's file and the project's file hold together in a
 // one-shot run: a chained command is allowed only when every part is, a

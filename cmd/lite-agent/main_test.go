@@ -52,7 +52,7 @@ func startIn(t testing.TB, srv *fakemodel.Server, workdir string, stdin io.Reade
 	cmd := exec.Command(os.Args[0], append([]string{"--workdir", workdir}, args...)...)
 	cmd.Stdin = stdin
 	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=",
-		"HOME="+t.TempDir(), "XDG_STATE_HOME=", "XDG_CONFIG_HOME=")
+		"HOME="+t.TempDir(), "XDG_STATE_HOME=", "XDG_CONFIG_HOME="+configHome)
 	cmd.Env = append(cmd.Env, env...)
 	if srv != nil {
 		cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+srv.URL())
