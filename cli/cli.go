@@ -68,6 +68,7 @@ type config struct {
 	// Session operations: at most one per run.
 	resume, sessionInfo, recoveryInfo, checkpoints   string
 	restore, fork, deleteSession, export, importFile string
+	compact                                          string
 	sessions                                         bool
 	to                                               int64
 	force                                            bool
@@ -84,6 +85,9 @@ type config struct {
 	prompt                   string
 	taskList                 string // --task-list: the shared task list to use
 	noWait                   bool   // --no-wait: one-shot runs do not wait for background jobs
+	models                   string // --models: a TOML file of context windows and prices
+	thinking                 int    // --thinking: the extended thinking budget in tokens
+	reasoningEffort          string // --reasoning-effort for OpenAI-compatible servers
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)
@@ -107,6 +111,7 @@ func (c *config) ops() []op {
 		{"--delete-session", c.deleteSession != ""},
 		{"--export", c.export != ""},
 		{"--import", c.importFile != ""},
+		{"--compact", c.compact != ""},
 	}
 }
 
@@ -143,6 +148,10 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
 	fs.IntVar(&c.maxModelCalls, "max-model-calls", 50, "stop a turn after `N` model calls")
 	fs.StringVar(&c.taskList, "task-list", "", "use the task list `NAME`, shared with every session of this workspace that names it (default: each session has its own)")
+	fs.StringVar(&c.compact, "compact", "", "summarise session `ID`'s conversation with the model (a PROMPT given says what to keep); later turns send the summary and what follows")
+	fs.StringVar(&c.models, "models", "", "a TOML `FILE` of model context windows and prices, over the built-in table")
+	fs.IntVar(&c.thinking, "thinking", 0, "extended thinking with a budget of `N` tokens (Anthropic; at least 1024)")
+	fs.StringVar(&c.reasoningEffort, "reasoning-effort", "", "reasoning `EFFORT` for OpenAI-compatible servers that take it: low, medium or high")
 	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
 }
@@ -194,8 +203,12 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--retarget goes with --resume or --restore")
 	case c.inspection() && c.prompt != "":
 		return nil, usagef("%s only reads; it takes no prompt", given[0])
-	case len(given) == 1 && c.resume == "" && c.prompt != "":
+	case len(given) == 1 && c.resume == "" && c.compact == "" && c.prompt != "":
 		return nil, usagef("%s takes no prompt", given[0])
+	case c.thinking < 0 || (c.thinking > 0 && c.thinking < 1024):
+		return nil, usagef("--thinking takes a budget of at least 1024 tokens, not %d", c.thinking)
+	case c.reasoningEffort != "" && c.reasoningEffort != "low" && c.reasoningEffort != "medium" && c.reasoningEffort != "high":
+		return nil, usagef("--reasoning-effort takes low, medium or high, not %q", c.reasoningEffort)
 	case c.demo && (len(given) > 0 || c.sessionDB != ""):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
 	}
@@ -250,7 +263,7 @@ func run(ctx context.Context, c *config, std IO) error {
 	if c.demo {
 		return runDemo(ctx, c, std)
 	}
-	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" {
+	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" || c.compact != "" {
 		var stop context.CancelFunc
 		ctx, stop = cancelOnInterrupt(ctx, std.Interrupt)
 		defer stop()
@@ -274,6 +287,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		return forkSession(ctx, c, std)
 	case c.deleteSession != "":
 		return deleteSession(ctx, c, std)
+	case c.compact != "":
+		return compactSession(ctx, c, std)
 	}
 	if c.prompt != "" {
 		return oneShot(ctx, c, std)

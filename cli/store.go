@@ -13,6 +13,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/postgres"
 	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
+	"github.com/lite-agent/lite-agent/models"
 )
 
 func isPostgresURL(s string) bool {
@@ -116,6 +117,14 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 		workdir = c.workdir
 	}
 	opts := &liteagent.Options{Workdir: workdir, MaxModelCalls: c.maxModelCalls, Approve: c.approve, Input: c.input, TaskList: c.taskList}
+	opts.ThinkingBudget, opts.ReasoningEffort = c.thinking, c.reasoningEffort
+	if c.models != "" {
+		t, err := models.Load(c.models)
+		if err != nil {
+			return nil, err
+		}
+		opts.Models = t
+	}
 	var store checkpoint.Checkpointer
 	if c.sessionDB != "" {
 		s, err := openStore(ctx, c.sessionDB, readOnly)
