@@ -42,10 +42,19 @@ func start(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) 
 // startEnv is start with extra environment variables.
 func startEnv(t testing.TB, srv *fakemodel.Server, workdir string, env []string, args ...string) *proc {
 	t.Helper()
+	return startInput(t, srv, workdir, env, "", args...)
+}
+
+// startInput is startEnv with input as the process's stdin.
+func startInput(t testing.TB, srv *fakemodel.Server, workdir string, env []string, input string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"--workdir", workdir}, args...)...)
 	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=",
 		"HOME="+t.TempDir(), "XDG_STATE_HOME=", "XDG_CONFIG_HOME=")
 	cmd.Env = append(cmd.Env, env...)
+	if input != "" {
+		cmd.Stdin = strings.NewReader(input)
+	}
 	if srv != nil {
 		cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+srv.URL())
 	}
