@@ -179,7 +179,7 @@ func TestEndToEndInTmux(t *testing.T) {
 	x.keys("Enter")
 	x.waitFor("remove notes.txt", "y rewind")
 	x.keys("y")
-	s = x.waitFor("rewound to revision 2", "To undo: lite-agent --session-db")
+	s = x.waitFor("rewound to revision 1", "To undo: lite-agent --session-db")
 	if _, err := os.Stat(filepath.Join(work, "notes.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("notes.txt after the rewind: %v\n%s", err, s)
 	}
