@@ -33,7 +33,9 @@ func TestRequestPrefixStable(t *testing.T) {
 		System   json.RawMessage   `json:"system"`
 		Messages []json.RawMessage `json:"messages"`
 	}
-	strip := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(`,"cache_control":{"type":"ephemeral"}`), nil) }
+	strip := func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte(`,"cache_control":{"type":"ephemeral"}`), nil)
+	}
 	reqs := srv.Requests()
 	if len(reqs) != 6 {
 		t.Fatalf("%d requests, want 6", len(reqs))
