@@ -12,6 +12,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
 	"github.com/lite-agent/lite-agent/mcp"
+	"github.com/lite-agent/lite-agent/models"
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/tool"
@@ -96,6 +97,24 @@ type Options struct {
 	MCPServers []mcp.ServerConfig
 	// MCPOptions tunes the servers' start and stop; nil gives the defaults.
 	MCPOptions *mcp.Options
+	// Models adds to or overrides the built-in table of context windows
+	// and prices (see package models).
+	Models models.Table
+	// ContextWindow overrides the model's context window, in tokens; 0
+	// takes it from the model table (a model it does not know is then
+	// compacted only when the provider says the context is too long).
+	ContextWindow int
+	// CompactAt is the share of the context window a request may fill
+	// before the session is compacted first; 0 means DefaultCompactAt,
+	// negative means never automatically.
+	CompactAt float64
+	// ThinkingBudget, when positive, turns on extended thinking with this
+	// many tokens (Anthropic; at least 1024). The thinking is kept in the
+	// log with its signature and sent back during tool use.
+	ThinkingBudget int
+	// ReasoningEffort ("low", "medium", "high") is sent to OpenAI-compatible
+	// servers that take it.
+	ReasoningEffort string
 }
 
 // DefaultSystemPrompt is the system prompt used when Options.System is empty.
@@ -150,6 +169,7 @@ type Agent struct {
 	root      *tool.Root
 	mcp       mcpServers // the MCP servers, shared by the agent's sessions
 	hub       hub
+	models    models.Table
 
 	closing   context.Context // done when Close starts
 	stopAll   context.CancelFunc
@@ -184,6 +204,15 @@ func New(opts *Options) (*Agent, error) {
 	if o.System == "" {
 		o.System = DefaultSystemPrompt
 	}
+	if o.CompactAt == 0 {
+		o.CompactAt = DefaultCompactAt
+	}
+	if o.CompactAt >= 1 {
+		return nil, fmt.Errorf("CompactAt %.2f is not a share of the context window: use a value between 0 and 1 (0 for the default %.2f, negative for never)", o.CompactAt, DefaultCompactAt)
+	}
+	if o.ThinkingBudget < 0 || o.ContextWindow < 0 {
+		return nil, errors.New("ThinkingBudget and ContextWindow must not be negative (0 means off / from the model table)")
+	}
 	if o.TaskList != "" {
 		if err := CheckTaskListName(o.TaskList); err != nil {
 			return nil, fmt.Errorf("task list: %w", err)
@@ -193,7 +222,7 @@ func New(opts *Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: o, root: root, sessions: map[*Session]struct{}{}}
+	a := &Agent{opts: o, models: models.Builtin().With(o.Models), root: root, sessions: map[*Session]struct{}{}}
 	a.namespace = o.Namespace
 	if a.namespace == "" {
 		a.namespace = root.Dir()

@@ -91,7 +91,7 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 			return res, s.interrupt(ctx, res, err)
 		}
 		res.ModelCalls++
-		resp, err := s.callModel(ctx)
+		resp, err := s.callModelCompacting(ctx)
 		if err != nil {
 			return res, s.interrupt(ctx, res, err)
 		}
@@ -149,18 +149,26 @@ func (s *Session) current() *session.State {
 }
 
 func (s *Session) callModel(ctx context.Context) (provider.Response, error) {
-	st := s.current()
-	msgs := st.Transcript()
-	req := provider.Request{
-		Model:     s.a.opts.Model,
-		System:    s.systemPrompt(),
-		Messages:  msgs[:len(msgs):len(msgs)],
-		Tools:     s.specs,
-		MaxTokens: s.a.opts.MaxTokens,
-	}
+	req := s.request(s.current())
 	return s.a.opts.Provider.Stream(ctx, req, func(d provider.Delta) {
 		s.publish(Update{Session: s.id, Delta: &d})
 	})
+}
+
+// request is the model request for st's next call: the system prompt, the
+// transcript (from the latest compaction on) and the tools.
+func (s *Session) request(st *session.State) provider.Request {
+	msgs := st.Transcript()
+	o := &s.a.opts
+	return provider.Request{
+		Model:           o.Model,
+		System:          s.a.systemPrompt(st),
+		Messages:        msgs[:len(msgs):len(msgs)],
+		Tools:           s.specs,
+		MaxTokens:       o.MaxTokens,
+		ThinkingBudget:  o.ThinkingBudget,
+		ReasoningEffort: o.ReasoningEffort,
+	}
 }
 
 // call is one tool call of an assistant message.

@@ -75,6 +75,7 @@ type config struct {
 	// Session operations: at most one per run.
 	resume, sessionInfo, recoveryInfo, checkpoints   string
 	restore, fork, deleteSession, export, importFile string
+	compact                                          string
 	sessions                                         bool
 	title                                            string // --title ID (the text is the prompt words)
 	doctor, repair                                   bool   // --doctor [ID] [--repair]
@@ -115,6 +116,9 @@ type config struct {
 	warnedSandbox           bool
 	settings                *cfgpkg.Config
 	rules                   *permission.Engine
+	models                   string // --models: a TOML file of context windows and prices
+	thinking                 int    // --thinking: the extended thinking budget in tokens
+	reasoningEffort          string // --reasoning-effort for OpenAI-compatible servers
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)
@@ -143,6 +147,7 @@ func (c *config) ops() []op {
 		{"--title", c.title != ""},
 		{"--doctor", c.doctor},
 		{"--prune", c.prune},
+		{"--compact", c.compact != ""},
 	}
 }
 
@@ -201,6 +206,10 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.taskList, "task-list", "", "use the task list `NAME`, shared with every session of this workspace that names it (default: each session has its own)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", "", "start the MCP servers of the [mcp.servers.NAME] tables of the TOML `FILE`; their tools are offered as mcp__NAME__TOOL")
 	fs.BoolVar(&c.listMCP, "mcp", false, "start the configured MCP servers, print each with its state, tools and prompts, and stop them")
+	fs.StringVar(&c.compact, "compact", "", "summarise session `ID`'s conversation with the model (a PROMPT given says what to keep); later turns send the summary and what follows")
+	fs.StringVar(&c.models, "models", "", "a TOML `FILE` of model context windows and prices, over the built-in table")
+	fs.IntVar(&c.thinking, "thinking", 0, "extended thinking with a budget of `N` tokens (Anthropic; at least 1024)")
+	fs.StringVar(&c.reasoningEffort, "reasoning-effort", "", "reasoning `EFFORT` for OpenAI-compatible servers that take it: low, medium or high")
 	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
 }
@@ -286,8 +295,12 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, usagef("--doctor takes at most one session ID, not %q", c.prompt)
 	case c.title != "" && strings.TrimSpace(c.prompt) == "":
 		return nil, usagef("--title ID needs the new title after it: lite-agent --session-db DB --title ID some words")
-	case len(given) == 1 && c.resume == "" && !c.cont && c.title == "" && !c.doctor && c.prompt != "":
+	case len(given) == 1 && c.resume == "" && !c.cont && c.title == "" && !c.doctor && c.compact == "" && c.prompt != "":
 		return nil, usagef("%s takes no prompt", given[0])
+	case c.thinking < 0 || (c.thinking > 0 && c.thinking < 1024):
+		return nil, usagef("--thinking takes a budget of at least 1024 tokens, not %d", c.thinking)
+	case c.reasoningEffort != "" && c.reasoningEffort != "low" && c.reasoningEffort != "medium" && c.reasoningEffort != "high":
+		return nil, usagef("--reasoning-effort takes low, medium or high, not %q", c.reasoningEffort)
 	case c.demo && (len(given) > 0 || c.sessionDB != "" || c.showConfig):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
 	}
@@ -375,7 +388,7 @@ func run(ctx context.Context, c *config, std IO) error {
 		}
 		c.resume = id
 	}
-	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" {
+	if c.inspection() || c.importFile != "" || c.restore != "" || c.fork != "" || c.deleteSession != "" || c.compact != "" {
 		var stop context.CancelFunc
 		ctx, stop = cancelOnInterrupt(ctx, std.Interrupt)
 		defer stop()
@@ -409,6 +422,8 @@ func run(ctx context.Context, c *config, std IO) error {
 		return forkSession(ctx, c, std)
 	case c.deleteSession != "":
 		return deleteSession(ctx, c, std)
+	case c.compact != "":
+		return compactSession(ctx, c, std)
 	}
 	if c.prompt != "" {
 		return oneShot(ctx, c, std)

@@ -46,6 +46,8 @@ const lineHelp = `Type a prompt and press enter. Commands:
   /checkpoints         list the current session's checkpoints (one per prompt)
   /rewind SEQ          rewind the session and its files to checkpoint SEQ (asks first)
   /fork [SEQ]          continue in a copy of the current session (up to SEQ)
+  /compact [FOCUS]     summarise the conversation so far; the model is then sent the
+                       summary and what follows (the log keeps everything)
   /new                 start a new session
   /mcp                 the MCP servers: their state, tools and prompts
   /mcp__SERVER__PROMPT [ARGS]  send an MCP server's prompt (ARGS in order, or NAME=VALUE)
@@ -399,6 +401,8 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 			return err
 		}
 		printMCP(m.std.Stderr, set)
+	case "/compact":
+		return m.compact(ctx, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "/compact")))
 	default:
 		if strings.HasPrefix(fields[0], "/mcp__") {
 			prompt, err := mcpPrompt(ctx, m.e.agent, line)
@@ -585,6 +589,28 @@ func describePlan(w io.Writer, plan *liteagent.RestoreResult) {
 	for _, n := range plan.NotUndone {
 		fmt.Fprintf(w, "  cannot undo (a command ran, or a call was cut off): %s\n", n)
 	}
+}
+
+// compact summarises the current session; Ctrl-C cancels it and leaves
+// the log as it was.
+func (m *lineMode) compact(ctx context.Context, focus string) error {
+	if m.e.agent.SessionID() == "" {
+		return fmt.Errorf("/compact: %w", liteagent.ErrNoSession)
+	}
+	ctx, stop := cancelOnInterrupt(ctx, m.std.Interrupt)
+	defer stop()
+	fmt.Fprintln(m.std.Stderr, "compacting… (Ctrl-C cancels; nothing changes until the summary is in)")
+	res, err := m.e.agent.Compact(ctx, focus)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(m.std.Stderr, compactNote(res))
+	return nil
+}
+
+// compactNote says what a compaction did.
+func compactNote(r *liteagent.CompactResult) string {
+	return fmt.Sprintf("compacted: about %d tokens up to revision %d are now sent as a %d-character summary; the log keeps everything (--checkpoints, --fork and --restore reach it)", r.Tokens, r.ThroughSeq, len(r.Summary))
 }
 
 func (m *lineMode) fork(ctx context.Context, arg string) error {

@@ -44,6 +44,24 @@ func restoreSession(ctx context.Context, c *config, std IO) error {
 	})
 }
 
+// compactSession runs --compact: it loads the session (as --resume does,
+// hazards included) and has the model summarise it.
+func compactSession(ctx context.Context, c *config, std IO) error {
+	resume := *c
+	resume.resume = c.compact
+	e, err := openSession(ctx, &resume, std)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	res, err := e.agent.Compact(ctx, c.prompt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(std.Stderr, compactNote(res))
+	return writeJSON(std.Stdout, res)
+}
+
 func forkSession(ctx context.Context, c *config, std IO) error {
 	return withSession(ctx, c, c.fork, func(e *env, id string) error {
 		fork, err := e.agent.Fork(ctx, id, c.to)

@@ -13,6 +13,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/postgres"
 	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
+	"github.com/lite-agent/lite-agent/models"
 )
 
 func isPostgresURL(s string) bool {
@@ -125,6 +126,14 @@ func newAgent(ctx context.Context, c *config, workdir string, readOnly, withMode
 	}
 	if !readOnly {
 		opts.MCPServers = c.mcpServers // inspection starts no server
+	}
+	opts.ThinkingBudget, opts.ReasoningEffort = c.thinking, c.reasoningEffort
+	if c.models != "" {
+		t, err := models.Load(c.models)
+		if err != nil {
+			return nil, err
+		}
+		opts.Models = t
 	}
 	var store checkpoint.Checkpointer
 	if c.sessionDB != "" {

@@ -71,3 +71,53 @@ func TestReplayCompactionClosesOpenCalls(t *testing.T) {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestReplayCompactionKeepsTail: the messages begun after ThroughSeq stay
+// after the summary; a tail opening with a user message joins the
+// summary's.
+func TestReplayCompactionKeepsTail(t *testing.T) {
+	l := newLog().
+		add(TypeUserPrompt, UserPrompt{Text: "one"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{text("done one")}}).
+		add(TypeTurnCompleted, TurnCompleted{}).
+		add(TypeUserPrompt, UserPrompt{Text: "two"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{use("c1", "read")}}).
+		add(TypeToolStarted, ToolStarted{CallID: "c1", Tool: "read"}).
+		add(TypeToolFinished, ToolFinished{CallID: "c1", Output: "A"}).
+		add(TypeCompaction, Compaction{ThroughSeq: 4, Summary: "S"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{text("done two")}})
+	st := Replay(l.events)
+	want := []Message{
+		{Role: RoleUser, Blocks: []Block{text(CompactedPreamble + "S"), text("two")}},
+		{Role: RoleAssistant, Blocks: []Block{use("c1", "read")}},
+		{Role: RoleUser, Blocks: []Block{result("c1", "A", false)}},
+		{Role: RoleAssistant, Blocks: []Block{text("done two")}},
+	}
+	if diff := cmp.Diff(want, st.Transcript()); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if got := st.MessagesAfter(8); len(got) != 1 {
+		t.Fatalf("MessagesAfter(8) = %d messages, want the last answer", len(got))
+	}
+}
+
+// TestReplayCompactionTwice: a second compaction can keep a tail that began
+// after the first.
+func TestReplayCompactionTwice(t *testing.T) {
+	l := newLog().
+		add(TypeUserPrompt, UserPrompt{Text: "one"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{text("a1")}}).
+		add(TypeCompaction, Compaction{ThroughSeq: 2, Summary: "S1"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{text("a2")}}).
+		add(TypeUserPrompt, UserPrompt{Text: "two"}).
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{text("a3")}}).
+		add(TypeCompaction, Compaction{ThroughSeq: 5, Summary: "S2"})
+	st := Replay(l.events)
+	want := []Message{
+		{Role: RoleUser, Blocks: []Block{text(CompactedPreamble + "S2"), text("two")}},
+		{Role: RoleAssistant, Blocks: []Block{text("a3")}},
+	}
+	if diff := cmp.Diff(want, st.Transcript()); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}

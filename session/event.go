@@ -289,7 +289,8 @@ const (
 // Compaction replaces the transcript of every event up to and including
 // ThroughSeq by Summary, which the model wrote. Replay then gives the model
 // the summary as the conversation's first user message, followed by the
-// events after this one. The events it summarises stay in the log, so a
+// messages begun after ThroughSeq (the tail: the turn that was running, or
+// the last one) and the events after this one. The events it summarises stay in the log, so a
 // fork or restore to before it sees them whole.
 type Compaction struct {
 	ThroughSeq int64  `json:"through_seq"`

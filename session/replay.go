@@ -65,6 +65,8 @@ type State struct {
 	Usage Usage
 
 	messages    []Message
+	msgSeq      []int64 // the seq of the event that began each message
+	cur         int64   // the seq of the event being applied
 	checkpoints []Checkpoint
 	hazards     []Hazard
 	// unanswered are tool_use ids of the latest assistant message that have
@@ -104,6 +106,7 @@ func Replay(events []Event) *State {
 // decoded). The tool inputs of the transcript's blocks share e.Data, which
 // must not be modified afterwards (see [Event]).
 func (s *State) Apply(e Event) {
+	s.cur = e.Seq
 	switch e.Type {
 	case TypeUserPrompt:
 		var p UserPrompt
@@ -133,7 +136,7 @@ func (s *State) Apply(e Event) {
 		s.closeUnanswered(NotRun)
 		s.Usage = s.Usage.Add(p.Usage)
 		s.lastUsage = p.Usage
-		s.messages = append(s.messages, Message{Role: RoleAssistant, Blocks: p.Blocks})
+		s.push(Message{Role: RoleAssistant, Blocks: p.Blocks})
 		for _, b := range p.Blocks {
 			if b.Type == BlockToolUse {
 				s.unanswered = append(s.unanswered, b.ID)
@@ -214,10 +217,7 @@ func (s *State) Apply(e Event) {
 			return
 		}
 		s.Usage = s.Usage.Add(p.Usage)
-		// The agent compacts only between model calls, when every call is
-		// answered; closing any left keeps the transcript valid anyway.
-		s.closeUnanswered(NotRun)
-		s.messages = []Message{{Role: RoleUser, Blocks: []Block{{Type: BlockText, Text: CompactedPreamble + p.Summary}}}}
+		s.compact(p.ThroughSeq, p.Summary)
 		s.compaction, s.compactionSeq, s.lastUsage = &p, e.Seq, Usage{}
 	default:
 		// session_started, turn_completed and types this version does not
@@ -233,7 +233,41 @@ func (s *State) add(role string, b Block) {
 		s.messages[n-1].Blocks = append(s.messages[n-1].Blocks, b)
 		return
 	}
-	s.messages = append(s.messages, Message{Role: role, Blocks: []Block{b}})
+	s.push(Message{Role: role, Blocks: []Block{b}})
+}
+
+// push appends a message begun by the event being applied.
+func (s *State) push(m Message) {
+	s.messages = append(s.messages, m)
+	s.msgSeq = append(s.msgSeq, s.cur)
+}
+
+// compact replaces the messages begun at or before through by the summary,
+// which opens the first user message.
+func (s *State) compact(through int64, summary string) {
+	i, _ := slices.BinarySearch(s.msgSeq, through+1)
+	tail, tailSeq := s.messages[i:], s.msgSeq[i:]
+	first := Message{Role: RoleUser, Blocks: []Block{{Type: BlockText, Text: CompactedPreamble + summary}}}
+	if len(tail) > 0 && tail[0].Role == RoleUser {
+		first.Blocks = append(first.Blocks, tail[0].Blocks...)
+		tail, tailSeq = tail[1:], tailSeq[1:]
+	}
+	s.messages = append([]Message{first}, tail...)
+	s.msgSeq = append([]int64{through}, tailSeq...) // the summary stands for the events through it
+	if len(tail) == 0 || tail[len(tail)-1].Role != RoleAssistant {
+		// The agent compacts only when every call is answered; calls
+		// still open went into the summary, and results that come for
+		// them later are not the transcript's any more.
+		s.unanswered = nil
+		clear(s.started)
+	}
+}
+
+// MessagesAfter returns the messages of the transcript begun after seq (the
+// tail a compaction through seq would keep). The slice is the state's.
+func (s *State) MessagesAfter(seq int64) []Message {
+	i, _ := slices.BinarySearch(s.msgSeq, seq+1)
+	return s.messages[i:]
 }
 
 func (s *State) addResult(callID, text string, isErr bool) {

@@ -16,6 +16,7 @@ import (
 
 // oracleApply is the former State.Apply.
 func oracleApply(s *State, e Event) {
+	s.cur = e.Seq
 	oracleSummary(&s.Summary, e)
 	if e.Type == TypeProjectContext {
 		s.contextSeq = e.Seq
@@ -44,7 +45,7 @@ func oracleApply(s *State, e Event) {
 		s.closeUnanswered(NotRun)
 		s.Usage = s.Usage.Add(p.Usage)
 		s.lastUsage = p.Usage
-		s.messages = append(s.messages, Message{Role: RoleAssistant, Blocks: p.Blocks})
+		s.push(Message{Role: RoleAssistant, Blocks: p.Blocks})
 		for _, b := range p.Blocks {
 			if b.Type == BlockToolUse {
 				s.unanswered = append(s.unanswered, b.ID)

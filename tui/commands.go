@@ -30,6 +30,7 @@ var help = []struct{ key, what string }{
 	{"/checkpoints", "rewind the session and its files to before a prompt"},
 	{"/rewind SEQ", "rewind to checkpoint SEQ"},
 	{"/fork [SEQ]", "continue in a copy of this session (up to SEQ)"},
+	{"/compact", "send a summary instead of the transcript so far (/compact FOCUS: what to keep)"},
 	{"/new", "start a new session"},
 	{"/mcp", "the MCP servers: state, tools, prompts"},
 	{"/mcp__S__P", "send MCP server S's prompt P (ARGS after it)"},
@@ -185,6 +186,11 @@ func (m *model) command(line string) tea.Cmd {
 			seq = n
 		}
 		return m.fork(seq)
+	case "/compact":
+		if !m.needSession(name) {
+			return nil
+		}
+		return m.compact(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), name)))
 	}
 	if strings.HasPrefix(name, "/mcp__") {
 		return m.mcpPrompt(line)
@@ -457,6 +463,26 @@ func (m *model) restore(seq int64, force bool) tea.Cmd {
 		}
 		return func(m *model) tea.Cmd { return m.loadCmd(id, false, note) }
 	})
+}
+
+// compact summarises the session's transcript with the model.
+func (m *model) compact(focus string) tea.Cmd {
+	a := m.agent
+	return m.do("compacting", func(ctx context.Context) func(*model) tea.Cmd {
+		res, err := a.Compact(ctx, focus)
+		if err != nil {
+			return failed("compact", err)
+		}
+		return func(m *model) tea.Cmd {
+			m.tr.notice(compactNote(res))
+			return nil
+		}
+	})
+}
+
+// compactNote says what a compaction did.
+func compactNote(r *liteagent.CompactResult) string {
+	return fmt.Sprintf("compacted: about %d tokens up to revision %d are now sent as a %d-character summary; the log keeps everything (/checkpoints and /fork reach it)", r.Tokens, r.ThroughSeq, len(r.Summary))
 }
 
 func (m *model) fork(seq int64) tea.Cmd {

@@ -94,6 +94,8 @@ func (m *model) renderEntry(e *entry, w int) (lines []string, provisional bool) 
 		return m.renderTool(e.tool, w), false
 	case kindError:
 		return prefixed(wrap(e.text, w-2), th.err.Render("✗ "), "  ", th.err), false
+	case kindThinking:
+		return prefixed(wrap(e.text, w-2), th.dim.Render("∴ "), "  ", th.dim), false
 	default:
 		return prefixed(wrap(e.text, w-2), th.dim.Render("· "), "  ", th.dim), false
 	}

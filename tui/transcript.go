@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ const (
 	kindTool                  // a tool call and its outcome
 	kindNotice                // a line from the client (loaded, rewound, …)
 	kindError                 // a failure the user should read
+	kindThinking              // the model's extended thinking, shown dimmed
 )
 
 // toolState is where a tool call stands.
@@ -70,10 +72,11 @@ func (e *entry) touch() { e.version++ }
 // deltas of the answer in progress) into entries. It does no I/O, so a
 // loaded session's transcript can be built off the UI goroutine.
 type transcript struct {
-	entries []*entry
-	byCall  map[string]*entry
-	open    []*entry // tool calls not finished yet
-	live    *entry   // the answer being streamed, nil between messages
+	entries  []*entry
+	byCall   map[string]*entry
+	open     []*entry // tool calls not finished yet
+	live     *entry   // the answer being streamed, nil between messages
+	thinking *entry   // the thinking being streamed, nil between messages
 
 	session string
 	model   string
@@ -101,6 +104,14 @@ func (t *transcript) fail(text string) { t.add(&entry{kind: kindError, text: tex
 
 // delta applies a streaming piece of the model's answer.
 func (t *transcript) delta(d provider.Delta) *entry {
+	if d.Kind == provider.DeltaThinking {
+		if t.thinking == nil {
+			t.thinking = t.add(&entry{kind: kindThinking})
+		}
+		t.thinking.text += d.Text
+		t.thinking.touch()
+		return nil // plain text: no Markdown to render
+	}
 	if d.Kind != provider.DeltaText {
 		return nil // tool inputs are shown once the message is complete
 	}
@@ -188,6 +199,11 @@ func (t *transcript) apply(e session.Event) *entry {
 			}
 		}
 		t.notice("acknowledged " + itoa(int64(len(p.CallIDs))) + " interrupted tool call(s): the model is told their outcome is unknown; they were not re-run")
+	case session.TypeCompaction:
+		var p session.Compaction
+		if e.Decode(&p) == nil {
+			t.notice(fmt.Sprintf("compacted: the model is now sent a summary of revisions 1 to %d and what follows (the log keeps everything)", p.ThroughSeq))
+		}
 	case session.TypeTurnInterrupted:
 		var p session.TurnInterrupted
 		_ = e.Decode(&p)
@@ -227,11 +243,22 @@ func (t *transcript) apply(e session.Event) *entry {
 // message replaces the streamed answer with the complete message: its
 // text blocks, then a block per tool call.
 func (t *transcript) message(blocks []session.Block) *entry {
-	var text strings.Builder
+	var text, thought strings.Builder
 	for _, b := range blocks {
-		if b.Type == session.BlockText {
+		switch b.Type {
+		case session.BlockText:
 			text.WriteString(b.Text)
+		case session.BlockThinking:
+			thought.WriteString(b.Text)
 		}
+	}
+	switch {
+	case t.thinking != nil:
+		t.thinking.text = thought.String()
+		t.thinking.touch()
+		t.thinking = nil
+	case thought.Len() > 0:
+		t.add(&entry{kind: kindThinking, text: thought.String()})
 	}
 	var md *entry
 	switch {
@@ -305,6 +332,7 @@ func (t *transcript) closed(c *entry) {
 // endLive drops a streamed answer whose message never completed (the
 // stream was cancelled): its text stays, marked as cut off.
 func (t *transcript) endLive() {
+	t.thinking = nil // a cut-off thinking stays as it streamed
 	if t.live == nil {
 		return
 	}

@@ -66,6 +66,12 @@ func startIn(t testing.TB, srv *fakemodel.Server, workdir string, stdin io.Reade
 	return p
 }
 
+// startInput is startEnv with input as the process's stdin.
+func startInput(t testing.TB, srv *fakemodel.Server, workdir string, env []string, input string, args ...string) *proc {
+	t.Helper()
+	return startIn(t, srv, workdir, strings.NewReader(input), env, args...)
+}
+
 // run runs lite-agent to completion and returns its exit status.
 func run(t testing.TB, srv *fakemodel.Server, workdir string, args ...string) (int, string, string) {
 	t.Helper()

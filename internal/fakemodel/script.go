@@ -35,6 +35,8 @@ type SummaryRule struct {
 	Marker string `json:"marker"`
 	// Text is the summary streamed back.
 	Text string `json:"text"`
+	// DelayMS is waited before the summary's first byte.
+	DelayMS int `json:"delay_ms,omitempty"`
 }
 
 // What a Server does when the script runs out.

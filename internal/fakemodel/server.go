@@ -390,7 +390,7 @@ func formatOf(path string) string {
 // if the request is to be refused.
 func (s *Server) pick(v view, body []byte) (*Reply, int, string) {
 	if sum := s.script.Summary; sum != nil && strings.Contains(v.lastUser, sum.Marker) {
-		return &Reply{Name: "summary", Text: sum.Text}, 0, ""
+		return &Reply{Name: "summary", Text: sum.Text, DelayMS: sum.DelayMS}, 0, ""
 	}
 	s.mu.Lock()
 	n := len(s.script.Replies)
