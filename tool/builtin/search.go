@@ -44,7 +44,7 @@ func compilePattern(pattern string) error {
 // returns ctx's error if cancelled.
 func walkTree(ctx context.Context, loc tool.Loc, opts *walk.Options, visit func(rel string, d fs.DirEntry) (bool, error), unreadable *int) error {
 	start := path.Clean(strings.ReplaceAll(loc.Name, `\`, "/"))
-	return walk.Walk(ctx, loc.FS.FS(), start, opts, func(p string, d fs.DirEntry, err error) error {
+	return walk.Walk(ctx, searchFS(loc.FS), start, opts, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == start {
 				return err
