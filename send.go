@@ -219,7 +219,6 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	if !ok {
 		return finish(ctx, session.ToolFinished{Output: fmt.Sprintf("There is no tool named %q. Available tools: %s.", c.name, strings.Join(s.toolNames(), ", ")), IsError: true})
 	}
-	spec := t.Spec()
 	var paths []string
 	if m, ok := t.(tool.Mutator); ok {
 		p, err := m.Paths(s.root, c.input)
@@ -228,7 +227,7 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		}
 		paths = p
 	}
-	approval, err := s.approve(ctx, c, spec, paths)
+	approval, err := s.approve(ctx, c, t, paths)
 	if err != nil {
 		return err
 	}
@@ -281,7 +280,8 @@ func (s *Session) toolNames() []string {
 
 // approve returns how the call was approved ("auto", "once", "session"), or
 // "" when it was denied.
-func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []string) (string, error) {
+func (s *Session) approve(ctx context.Context, c call, t tool.Tool, paths []string) (string, error) {
+	spec := t.Spec()
 	if spec.Kind == tool.KindRead || spec.Kind == "" {
 		return "auto", nil
 	}
@@ -295,6 +295,9 @@ func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []s
 		return "session", nil
 	}
 	req := ApprovalRequest{Session: s.id, CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background}
+	if p, ok := t.(tool.Previewer); ok {
+		req.Diff = p.Preview(s.root, c.input)
+	}
 	s.publish(Update{Session: s.id, Approval: &req})
 	d, err := s.a.opts.Approve(ctx, req)
 	if err != nil {

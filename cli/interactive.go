@@ -181,6 +181,10 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 	// What the model said before the call is already printed: updates are
 	// shown as the turn makes them.
 	what := req.Tool + " " + short(string(req.Input), 120)
+	if req.Diff != "" {
+		what = req.Tool + " " + strings.Join(req.Paths, ", ")
+		printDiff(m.std.Stderr, req.Diff)
+	}
 	for {
 		a, err := m.ask(ctx, fmt.Sprintf("allow %s? [y] once, [a] always this session, [n] no: ", what))
 		if err != nil {

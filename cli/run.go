@@ -145,7 +145,7 @@ func (p *printer) show(u Update) {
 	case session.TypeToolStarted:
 		var s session.ToolStarted
 		if e.Decode(&s) == nil {
-			fmt.Fprintf(p.errw, "▸ %s %s\n", s.Tool, short(string(s.Input), 100))
+			fmt.Fprintf(p.errw, "▸ %s %s\n", s.Tool, startedArgs(s))
 		}
 	case session.TypeJobFinished:
 		var f session.JobFinished
@@ -156,11 +156,7 @@ func (p *printer) show(u Update) {
 	case session.TypeToolFinished:
 		var f session.ToolFinished
 		if e.Decode(&f) == nil && !f.Denied {
-			mark := "✓"
-			if f.IsError {
-				mark = "✗"
-			}
-			fmt.Fprintf(p.errw, "  %s %s\n", mark, short(f.Output, 100))
+			printResult(p.errw, f)
 		}
 	}
 }
