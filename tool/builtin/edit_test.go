@@ -175,4 +175,3 @@ func TestEdit(t *testing.T) {
 	}
 	assertNoTempFiles(t, w.dir)
 }
-
