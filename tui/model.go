@@ -545,6 +545,7 @@ func (m *model) asked(a *approvalAsk) tea.Cmd {
 	m.asks = append(m.asks, a)
 	if c := m.tr.call(a.req.CallID, a.req.Tool, a.req.Input); c.tool.state == toolRequested {
 		c.tool.state = toolAsking
+		c.tool.diff = a.req.Diff
 		c.touch()
 	}
 	m.view = anchor{follow: true}
