@@ -22,6 +22,8 @@ type lineMode struct {
 	e     *env
 	lines <-chan string // closed at end of input
 	out   *lineOutput
+	// failed is the last prompt's error, the exit status at end of input.
+	failed error
 }
 
 // readLines delivers stdin's lines on a channel, closed at end of input.
@@ -74,6 +76,10 @@ func interactive(ctx context.Context, c *config, std IO) error {
 		line, ok := m.read(ctx)
 		m.out.answered(ok)
 		if !ok {
+			// At the end of piped input, a failed turn is the run's status.
+			if m.failed != nil {
+				return fmt.Errorf("a prompt failed: %w", m.failed)
+			}
 			return nil
 		}
 		line = strings.TrimSpace(line)
@@ -92,7 +98,11 @@ func interactive(ctx context.Context, c *config, std IO) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if errors.Is(err, errNoAnswerer) {
+				return err
+			}
 			fmt.Fprintln(m.std.Stderr, "error:", describe(err))
+			m.failed = err
 		}
 	}
 }
@@ -114,6 +124,7 @@ func (m *lineMode) turn(ctx context.Context, prompt string) error {
 	}()
 	m.out.begin()
 	res, err := m.e.send(ctx, prompt, m.out.update)
+	err = checkAnswer(res, err)
 	m.out.end(res, err)
 	return err
 }
@@ -187,6 +198,10 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 	}
 	for {
 		a, err := m.ask(ctx, fmt.Sprintf("allow %s? [y] once, [a] always this session, [n] no: ", what))
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintln(m.std.Stderr)
+			return liteagent.Deny, errNoAnswerer
+		}
 		if err != nil {
 			return liteagent.Deny, err
 		}

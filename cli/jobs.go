@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -52,6 +51,7 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 	}
 	e.onBackground(show)
 	res, err := e.send(ctx, c.prompt, show)
+	err = checkAnswer(res, err)
 	var bg []*liteagent.Result
 	var bgErr error
 	if err == nil && !c.noWait {
@@ -89,9 +89,7 @@ func printBackground(p *printer, r *liteagent.Result) {
 	if p.format == "text" {
 		return
 	}
-	b, _ := json.Marshal(map[string]any{
-		"type": "result", "background": true, "is_error": false, "session": r.Session, "text": r.Text,
-		"stop_reason": r.StopReason, "usage": r.Usage, "model_calls": r.ModelCalls, "revision": r.Head,
-	})
-	fmt.Fprintf(p.out, "%s\n", b)
+	line := newResultLine(r, nil)
+	line.Background = true
+	writeLine(p.out, line)
 }
