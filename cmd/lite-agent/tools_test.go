@@ -90,3 +90,28 @@ func TestWriteOverAFileShowsItsDiff(t *testing.T) {
 		t.Errorf("write result should be a diff against the old file:\n%s", r.errs)
 	}
 }
+
+// TestShortKeyIsNotRedactedInsideWords: with a placeholder key "x", a cut
+// stream's "unexpected EOF" reads as it is; a real key in an error is
+// replaced, and nothing else around it.
+func TestShortKeyIsNotRedactedInsideWords(t *testing.T) {
+	cut := 1
+	srv := startModel(t,
+		fakemodel.Reply{Text: "a long enough answer to be cut", Fault: &fakemodel.Fault{Kind: fakemodel.FaultCut, AfterDeltas: &cut}},
+		fakemodel.Reply{Text: "a long enough answer to be cut", Fault: &fakemodel.Fault{Kind: fakemodel.FaultCut, AfterDeltas: &cut}},
+		fakemodel.Reply{Text: "a long enough answer to be cut", Fault: &fakemodel.Fault{Kind: fakemodel.FaultCut, AfterDeltas: &cut}},
+		fakemodel.Reply{Text: "a long enough answer to be cut", Fault: &fakemodel.Fault{Kind: fakemodel.FaultCut, AfterDeltas: &cut}},
+		fakemodel.Reply{Text: "a long enough answer to be cut", Fault: &fakemodel.Fault{Kind: fakemodel.FaultCut, AfterDeltas: &cut}},
+	)
+	r := liteAgent(t, srv, t.TempDir(), "", []string{"ANTHROPIC_API_KEY=x"}, "hi")
+	if r.code != 1 || !strings.Contains(r.errs, "unexpected EOF") || strings.Contains(r.errs, "redacted") {
+		t.Errorf("exit %d, stderr %q; want 1 and an unredacted \"unexpected EOF\"", r.code, r.errs)
+	}
+
+	const key = "sk-ant-REAL-KEY-0123456789"
+	srv = startModel(t, fakemodel.Reply{Fault: &fakemodel.Fault{Kind: fakemodel.FaultAuth, Message: "invalid x-api-key " + key + " (expected a key)"}})
+	r = liteAgent(t, srv, t.TempDir(), "", []string{"ANTHROPIC_API_KEY=" + key}, "hi")
+	if r.code != 1 || !strings.Contains(r.errs, "invalid x-api-key [redacted] (expected a key)") || strings.Contains(r.errs, key) {
+		t.Errorf("exit %d, stderr %q; want the key alone replaced", r.code, r.errs)
+	}
+}
