@@ -123,7 +123,7 @@ func (m *lineMode) turn(ctx context.Context, prompt string) error {
 		}
 	}()
 	m.out.begin()
-	res, err := m.e.send(ctx, prompt, m.out.update)
+	res, err := m.e.send(ctx, expandPrompt(ctx, m.e, prompt, m.std.Stderr), m.out.update)
 	err = checkAnswer(res, err)
 	m.out.end(res, err)
 	return err

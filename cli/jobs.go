@@ -40,6 +40,10 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 		case <-ctx.Done():
 		}
 	}()
+	prompt, err := withStdin(expandPrompt(ctx, e, c.prompt, std.Stderr), std)
+	if err != nil {
+		return err
+	}
 	p := &printer{out: std.Stdout, errw: std.Stderr, format: c.output}
 	// The prompt's turn prints from this goroutine; completion turns print
 	// from the agent's, one at a time, after it.
@@ -50,7 +54,7 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 		p.show(u)
 	}
 	e.onBackground(show)
-	res, err := e.send(ctx, c.prompt, show)
+	res, err := e.send(ctx, prompt, show)
 	err = checkAnswer(res, err)
 	var bg []*liteagent.Result
 	var bgErr error

@@ -478,8 +478,12 @@ func (m *model) startTurn(prompt string) tea.Cmd {
 	m.busy, m.cancel, m.started = true, cancel, m.now()
 	m.bgStarted = time.Time{}
 	a := m.agent
+	expanded, notes := a.ExpandMentions(ctx, prompt) // @path mentions attach files
+	for _, n := range notes {
+		m.tr.notice(n)
+	}
 	send := func() tea.Msg {
-		res, err := a.Send(ctx, prompt)
+		res, err := a.Send(ctx, expanded)
 		return turnDoneMsg{prompt: prompt, res: res, err: err}
 	}
 	return tea.Batch(send, m.spinTick())

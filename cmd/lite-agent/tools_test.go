@@ -115,3 +115,36 @@ func TestShortKeyIsNotRedactedInsideWords(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want the key alone replaced", r.code, r.errs)
 	}
 }
+
+// TestPipedInputAndMentions: `echo data | lite-agent "summarize @notes.txt"`
+// sends the prompt, the mentioned file and the piped input together.
+func TestPipedInputAndMentions(t *testing.T) {
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("remember the milk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startModel(t, fakemodel.Reply{
+		Expect: &fakemodel.Expect{BodyContains: []string{
+			`summarize @notes.txt and @missing.txt`,
+			`\u003cfile path=\"notes.txt\"\u003e\nremember the milk\n\u003c/file\u003e`,
+			`\u003cstdin\u003e\npiped data\n\u003c/stdin\u003e`,
+		}},
+		Text: "Summarized.",
+	})
+	r := liteAgent(t, srv, work, "piped data\n", nil, "summarize @notes.txt and @missing.txt")
+	if r.code != 0 || !strings.Contains(r.stdout, "Summarized.") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.errs)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Too much piped input is cut, and the user told.
+	srv = startModel(t, fakemodel.Reply{Text: "Cut."})
+	r = liteAgent(t, srv, work, strings.Repeat("z", 300<<10), nil, "count the z")
+	if r.code != 0 || !strings.Contains(r.errs, "standard input cut to its first 256 KiB") {
+		t.Errorf("exit %d, stderr %q", r.code, r.errs)
+	}
+	if body := string(srv.Requests()[0].Body); strings.Count(body, "z") < 256<<10 || strings.Count(body, "z") > 257<<10 {
+		t.Errorf("request carries %d z, want 256 KiB of them", strings.Count(body, "z"))
+	}
+}
