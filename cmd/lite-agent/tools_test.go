@@ -148,3 +148,19 @@ func TestPipedInputAndMentions(t *testing.T) {
 		t.Errorf("request carries %d z, want 256 KiB of them", strings.Count(body, "z"))
 	}
 }
+
+// TestOpenAIServerThatCannotStreamToolCalls: the tool call the stream
+// left out is fetched without streaming, and the turn goes on.
+func TestOpenAIServerThatCannotStreamToolCalls(t *testing.T) {
+	work := t.TempDir()
+	call := fakemodel.Reply{NoStreamToolCalls: true, ToolCalls: []fakemodel.ToolCall{toolCall("w1", "write", map[string]string{"path": "made.txt", "content": "made\n"})}}
+	answer := fakemodel.Reply{NoStreamToolCalls: true, Text: "Made it."}
+	srv := startModel(t, call, call, answer, answer)
+	r := liteAgent(t, srv, work, "", []string{"OPENAI_BASE_URL=" + srv.OpenAIURL()}, "--provider", "openai", "--model", "local", "--allow", "edit", "make a file")
+	if r.code != 0 || !strings.Contains(r.stdout, "Made it.") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "made.txt")); err != nil || string(b) != "made\n" {
+		t.Errorf("made.txt = %q, %v", b, err)
+	}
+}
