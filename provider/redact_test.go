@@ -10,7 +10,7 @@ func TestRedact(t *testing.T) {
 	tests := []struct{ s, secret, want string }{
 		{"invalid x-api-key sk-ant-0123456789", "sk-ant-0123456789", "invalid x-api-key [redacted]"},
 		{"key sk-ant-0123456789 then sk-ant-0123456789", "sk-ant-0123456789", "key [redacted] then [redacted]"},
-		{"unexpected EOF", "x", "unexpected EOF"},   // a short key is never searched for
+		{"unexpected EOF", "x", "unexpected EOF"},             // a short key is never searched for
 		{"key 1234567 shown", "1234567", "key 1234567 shown"}, // 7 characters: too short
 		{"key 12345678 hidden", "12345678", "key [redacted] hidden"},
 		{"nothing to hide", "", "nothing to hide"},
