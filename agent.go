@@ -138,6 +138,9 @@ type ApprovalRequest struct {
 	Kind    tool.Kind
 	Input   json.RawMessage
 	Paths   []string // files the call will change, where known
+	// Diff is the change the call would make, as a unified diff, for tools
+	// that can tell before they run (write, edit; see tool.Previewer).
+	Diff string
 	// Background is set when the call comes from a background completion
 	// turn (a job ended while no prompt ran): no user is waiting on it, so
 	// an interactive client may want to ask differently, or deny.

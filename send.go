@@ -241,7 +241,6 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	if !ok {
 		return finish(ctx, session.ToolFinished{Output: fmt.Sprintf("There is no tool named %q. Available tools: %s.", c.name, strings.Join(s.toolNames(), ", ")), IsError: true})
 	}
-	spec := t.Spec()
 	var paths []string
 	if m, ok := t.(tool.Mutator); ok {
 		p, err := m.Paths(s.root, c.input)
@@ -250,7 +249,7 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		}
 		paths = p
 	}
-	approval, denied, err := s.approve(ctx, c, spec, paths)
+	approval, denied, err := s.approve(ctx, c, t, paths)
 	if err != nil {
 		return err
 	}
@@ -307,7 +306,8 @@ func (s *Session) toolNames() []string {
 
 // approve returns how the call was approved ("auto", "once", "session",
 // "rule"), or "" and what the model is told when it was denied.
-func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []string) (string, string, error) {
+func (s *Session) approve(ctx context.Context, c call, t tool.Tool, paths []string) (string, string, error) {
+	spec := t.Spec()
 	effect, ruleDenied, err := s.decideByRule(ctx, c, spec, paths)
 	switch {
 	case err != nil:
@@ -335,6 +335,9 @@ func (s *Session) approve(ctx context.Context, c call, spec tool.Spec, paths []s
 	background := s.inBackground
 	s.mu.Unlock()
 	req := ApprovalRequest{Session: s.id, CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background, Server: spec.Server, ReadOnly: spec.ReadOnly}
+	if p, ok := t.(tool.Previewer); ok {
+		req.Diff = p.Preview(s.root, c.input)
+	}
 	s.publish(Update{Session: s.id, Approval: &req})
 	d, err := s.a.opts.Approve(ctx, req)
 	var de *DeniedError

@@ -96,6 +96,9 @@ func (c *config) decide(ch approvalChoice, req liteagent.ApprovalRequest, stderr
 // approvalQuestion is the line mode's question for req.
 func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 	what := req.Tool + " " + short(string(req.Input), 120)
+	if req.Diff != "" {
+		what = req.Tool + " " + strings.Join(req.Paths, ", ") // the diff is shown above the question
+	}
 	if req.Server != "" {
 		_, name, _ := mcp.SplitToolName(req.Tool)
 		what = fmt.Sprintf("MCP server %s's tool %s with %s", req.Server, name, short(string(req.Input), 400))

@@ -116,9 +116,9 @@ type config struct {
 	warnedSandbox           bool
 	settings                *cfgpkg.Config
 	rules                   *permission.Engine
-	models                   string // --models: a TOML file of context windows and prices
-	thinking                 int    // --thinking: the extended thinking budget in tokens
-	reasoningEffort          string // --reasoning-effort for OpenAI-compatible servers
+	models                  string // --models: a TOML file of context windows and prices
+	thinking                int    // --thinking: the extended thinking budget in tokens
+	reasoningEffort         string // --reasoning-effort for OpenAI-compatible servers
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)

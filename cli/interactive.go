@@ -25,6 +25,8 @@ type lineMode struct {
 	// pending are lines typed while an approval was open that did not
 	// answer it: the next prompts, read before lines.
 	pending []string
+	// failed is the last prompt's error, the exit status at end of input.
+	failed error
 }
 
 // readLines delivers stdin's lines on a channel, closed at end of input.
@@ -82,6 +84,10 @@ func interactive(ctx context.Context, c *config, std IO) error {
 		line, ok := m.read(ctx)
 		m.out.answered(ok)
 		if !ok {
+			// At the end of piped input, a failed turn is the run's status.
+			if m.failed != nil {
+				return fmt.Errorf("a prompt failed: %w", m.failed)
+			}
 			return nil
 		}
 		line = strings.TrimSpace(line)
@@ -100,7 +106,11 @@ func interactive(ctx context.Context, c *config, std IO) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if errors.Is(err, errNoAnswerer) {
+				return err
+			}
 			fmt.Fprintln(m.std.Stderr, "error:", describe(err))
+			m.failed = err
 		}
 	}
 }
@@ -121,7 +131,8 @@ func (m *lineMode) turn(ctx context.Context, prompt string) error {
 		}
 	}()
 	m.out.begin()
-	res, err := m.e.send(ctx, prompt, m.out.update)
+	res, err := m.e.send(ctx, expandPrompt(ctx, m.e, prompt, m.std.Stderr), m.out.update)
+	err = checkAnswer(res, err)
 	m.out.end(res, err)
 	return err
 }
@@ -193,7 +204,14 @@ func (m *lineMode) approve(ctx context.Context, req liteagent.ApprovalRequest) (
 	}
 	// What the model said before the call is already printed: updates are
 	// shown as the turn makes them.
+	if req.Diff != "" {
+		printDiff(m.std.Stderr, req.Diff)
+	}
 	ch, err := m.approvalAnswer(ctx, m.c.approvalQuestion(req))
+	if errors.Is(err, io.EOF) {
+		fmt.Fprintln(m.std.Stderr)
+		return liteagent.Deny, errNoAnswerer
+	}
 	if err != nil {
 		return liteagent.Deny, err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -41,6 +40,10 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 		case <-ctx.Done():
 		}
 	}()
+	prompt, err := withStdin(expandPrompt(ctx, e, c.prompt, std.Stderr), std)
+	if err != nil {
+		return err
+	}
 	p := &printer{out: std.Stdout, errw: std.Stderr, format: c.output}
 	// The prompt's turn prints from this goroutine; completion turns print
 	// from the agent's, one at a time, after it.
@@ -51,7 +54,8 @@ func runOneShot(ctx context.Context, e *env, c *config, std IO) error {
 		p.show(u)
 	}
 	e.onBackground(show)
-	res, err := e.send(ctx, c.prompt, show)
+	res, err := e.send(ctx, prompt, show)
+	err = checkAnswer(res, err)
 	var bg []*liteagent.Result
 	var bgErr error
 	if err == nil && !c.noWait {
@@ -89,9 +93,7 @@ func printBackground(p *printer, r *liteagent.Result) {
 	if p.format == "text" {
 		return
 	}
-	b, _ := json.Marshal(map[string]any{
-		"type": "result", "background": true, "is_error": false, "session": r.Session, "text": r.Text,
-		"stop_reason": r.StopReason, "usage": r.Usage, "model_calls": r.ModelCalls, "revision": r.Head,
-	})
-	fmt.Fprintf(p.out, "%s\n", b)
+	line := newResultLine(r, nil)
+	line.Background = true
+	writeLine(p.out, line)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -121,14 +120,7 @@ func (p *printer) show(u Update) {
 	case "json":
 		return
 	case "stream-json":
-		line := map[string]any{"session": u.Session}
-		if u.Delta != nil {
-			line["type"], line["delta"] = "delta", u.Delta
-		} else {
-			line["type"], line["event"] = "event", u.Event
-		}
-		b, _ := json.Marshal(line)
-		fmt.Fprintf(p.out, "%s\n", b)
+		streamLine(p.out, u)
 		return
 	}
 	if u.Delta != nil {
@@ -145,7 +137,7 @@ func (p *printer) show(u Update) {
 	case session.TypeToolStarted:
 		var s session.ToolStarted
 		if e.Decode(&s) == nil {
-			fmt.Fprintf(p.errw, "▸ %s %s\n", s.Tool, short(string(s.Input), 100))
+			fmt.Fprintf(p.errw, "▸ %s %s\n", s.Tool, startedArgs(s))
 		}
 	case session.TypeJobFinished:
 		var f session.JobFinished
@@ -165,11 +157,7 @@ func (p *printer) show(u Update) {
 	case session.TypeToolFinished:
 		var f session.ToolFinished
 		if e.Decode(&f) == nil && !f.Denied {
-			mark := "✓"
-			if f.IsError {
-				mark = "✗"
-			}
-			fmt.Fprintf(p.errw, "  %s %s\n", mark, short(f.Output, 100))
+			printResult(p.errw, f)
 		}
 	}
 }
@@ -188,16 +176,7 @@ func (p *printer) finish(res *liteagent.Result, err error) {
 		p.endLine()
 		return
 	}
-	out := map[string]any{"type": "result", "is_error": err != nil}
-	if res != nil {
-		out["session"], out["text"], out["stop_reason"], out["usage"] = res.Session, res.Text, res.StopReason, res.Usage
-		out["model_calls"], out["revision"] = res.ModelCalls, res.Head
-	}
-	if err != nil {
-		out["error"] = oneLine(err.Error())
-	}
-	b, _ := json.Marshal(out)
-	fmt.Fprintf(p.out, "%s\n", b)
+	writeLine(p.out, newResultLine(res, err))
 }
 
 // short returns s on one line, cut to n runes.

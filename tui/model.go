@@ -480,8 +480,12 @@ func (m *model) startTurn(prompt string) tea.Cmd {
 	m.busy, m.cancel, m.started = true, cancel, m.now()
 	m.bgStarted = time.Time{}
 	a := m.agent
+	expanded, notes := a.ExpandMentions(ctx, prompt) // @path mentions attach files
+	for _, n := range notes {
+		m.tr.notice(n)
+	}
 	send := func() tea.Msg {
-		res, err := a.Send(ctx, prompt)
+		res, err := a.Send(ctx, expanded)
 		return turnDoneMsg{prompt: prompt, res: res, err: err}
 	}
 	return tea.Batch(send, m.spinTick())
@@ -548,6 +552,7 @@ func (m *model) asked(a *approvalAsk) tea.Cmd {
 	m.asks = append(m.asks, a)
 	if c := m.tr.call(a.req.CallID, a.req.Tool, a.req.Input); c.tool.state == toolRequested {
 		c.tool.state = toolAsking
+		c.tool.diff = a.req.Diff
 		c.touch()
 	}
 	m.view = anchor{follow: true}

@@ -66,8 +66,9 @@ func noColor(env []string) bool {
 
 // Limits of the tool blocks.
 const (
-	resultLines = 4 // lines of a tool's output shown
-	diffLines   = 8 // lines of each side of a diff shown
+	resultLines = 4  // lines of a tool's output shown
+	diffLines   = 8  // lines of each side of a diff shown
+	diffRows    = 16 // lines of a unified diff shown
 	syncMDLimit = 4096
 )
 
@@ -167,7 +168,9 @@ func renderMarkdown(r *glamour.TermRenderer, text string, w int) []string {
 	}
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
-		lines[i] = trimRight(l)
+		// A tab is drawn as nothing by the terminal renderer: code blocks
+		// keep their indentation as spaces.
+		lines[i] = trimRight(expandTabs(l))
 		if ansi.StringWidth(lines[i]) > w {
 			lines[i] = ansi.Truncate(lines[i], w, "…")
 		}
@@ -225,7 +228,11 @@ func (m *model) renderTool(c *toolCall, w int) []string {
 		head += " " + s
 	}
 	lines := []string{ansi.Truncate(head, w, "…")}
-	lines = append(lines, m.diff(c.name, in, w)...)
+	if d := callDiff(c); d != "" {
+		lines = append(lines, m.unifiedView(d, w)...)
+	} else {
+		lines = append(lines, m.diff(c.name, in, w)...)
+	}
 	switch c.state {
 	case toolAsking:
 		lines = append(lines, th.warn.Render("  waiting for your approval"))
@@ -242,7 +249,7 @@ func (m *model) renderTool(c *toolCall, w int) []string {
 		if c.state == toolFailed {
 			st = th.err
 		}
-		lines = append(lines, fold(c.output, w, st)...)
+		lines = append(lines, fold(resultHead(c), w, st)...)
 	}
 	return lines
 }

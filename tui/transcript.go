@@ -43,6 +43,7 @@ type toolCall struct {
 	state    toolState
 	output   string
 	approval string // "auto", "once", "session"
+	diff     string // the change its approval request showed (unified)
 }
 
 // entry is one block of the transcript. Entries are created and changed

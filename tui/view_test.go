@@ -11,9 +11,12 @@ import (
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool/diff"
 )
 
 const sid = "01jx0000000000000000000abc"
+
+const greeter = "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"helo, world\")\n}\n"
 
 // A finished turn with an answer in Markdown and tool calls of every kind
 // of outcome.
@@ -59,6 +62,24 @@ func TestScreens(t *testing.T) {
 				l.message(text("Writing them."), toolUse("c1", "write", `{"path":"notes.md","content":"one\ntwo\n"}`)))
 			m.busy, m.started = true, clock.Add(-3*time.Second)
 			m.Update(askMsg{&approvalAsk{ctx: t.Context(), req: liteagent.ApprovalRequest{Session: sid, CallID: "c1", Tool: "write", Input: []byte(`{"path":"notes.md","content":"one\ntwo\n"}`)}, reply: make(chan verdict, 1), answered: make(chan struct{}), selected: -1}})
+		}},
+		{"approval_diff", 0, func(t *testing.T, m *model) {
+			l := &logBuilder{session: sid}
+			in := `{"path":"main.go","old_string":"helo","new_string":"hello"}`
+			feed(m, l.start(), l.prompt("Fix the greeting in main.go"),
+				l.message(text("I'll correct the typo."), toolUse("c1", "edit", in)))
+			m.busy, m.started = true, clock.Add(-time.Second)
+			req := liteagent.ApprovalRequest{Session: sid, CallID: "c1", Tool: "edit", Input: []byte(in), Paths: []string{"main.go"},
+				Diff: diff.Unified("main.go", greeter, strings.Replace(greeter, "helo", "hello", 1))}
+			m.Update(askMsg{&approvalAsk{ctx: t.Context(), req: req, reply: make(chan verdict, 1), answered: make(chan struct{}), selected: -1}})
+		}},
+		{"edit_done", 0, func(t *testing.T, m *model) {
+			l := &logBuilder{session: sid}
+			in := `{"path":"main.go","old_string":"helo","new_string":"hello"}`
+			out := "edited main.go: replaced 1 occurrence\n" + diff.Unified("main.go", greeter, strings.Replace(greeter, "helo", "hello", 1))
+			feed(m, l.start(), l.prompt("Fix the greeting in main.go"),
+				l.message(toolUse("c1", "edit", in)), l.started("c1", "edit", in), l.finished("c1", "edit", out, false, false),
+				l.message(text("Fixed:\n\n```go\nfunc main() {\n\tif true {\n\t\tfmt.Println(\"hello, world\")\n\t}\n}\n```")), l.completed())
 		}},
 		{"sessions", 0, func(t *testing.T, m *model) {
 			m.sessionID = sid

@@ -25,6 +25,13 @@ func openAIFrames(p *plan) []frame {
 		return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
 	}
 	chunk(frameHead, choice(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil))
+	if p.reply.NoStreamToolCalls {
+		// A server that cannot stream tool calls: an empty stream.
+		chunk(frameDelta, choice(map[string]any{}, nil))
+		chunk(frameTail, choice(map[string]any{}, "stop"))
+		fs = append(fs, frame{kind: frameTail, data: []byte("data: [DONE]\n\n")})
+		return fs
+	}
 	for _, piece := range split(p.reply.Text, p.chunk) {
 		chunk(frameDelta, choice(map[string]any{"content": piece}, nil))
 	}

@@ -82,6 +82,11 @@ type Reply struct {
 	// OmitToolIDs (OpenAI format) sends tool calls without ids, as some
 	// local servers do.
 	OmitToolIDs bool `json:"omit_tool_ids,omitempty"`
+	// NoStreamToolCalls (OpenAI format) answers a streaming request with
+	// an empty message (no text, no tool call, finish_reason "stop"), as
+	// servers that cannot stream tool calls do; the same reply asked for
+	// without streaming ("stream": false) comes whole.
+	NoStreamToolCalls bool `json:"no_stream_tool_calls,omitempty"`
 }
 
 // ToolCall is a tool call the model makes.

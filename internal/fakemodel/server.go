@@ -248,8 +248,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// Refused before a reply is used, so the script stays in step.
-	if !v.stream {
+	// Refused before a reply is used, so the script stays in step. The
+	// OpenAI format also serves whole answers (for clients that fall back
+	// to them).
+	if !v.stream && format != FormatOpenAI {
 		entry.Status = http.StatusBadRequest
 		s.record(&entry, "")
 		writeError(w, format, http.StatusBadRequest, FaultBadRequest, `fakemodel: only streaming requests are served; send "stream": true`, entry.Seq)
@@ -312,6 +314,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	p := newPlan(reply, v, entry.Seq, len(body))
 	s.account(p)
+	if format == FormatOpenAI && !v.stream {
+		writeCompletion(w, p, entry.Seq)
+		return
+	}
 	var frames []frame
 	if format == FormatAnthropic {
 		frames = anthropicFrames(p)

@@ -45,7 +45,7 @@ func statusOfType(t string) int {
 func (p *Provider) explain(err error, model string) error {
 	var aerr *sdk.Error
 	if !errors.As(err, &aerr) {
-		e := &redacted{err: err, secret: p.apiKey}
+		e := &provider.RedactedError{Err: err, Secret: p.apiKey}
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 			return &provider.TransientError{Err: fmt.Errorf("anthropic: the connection was cut before the response was complete: %w", e)}
 		}
@@ -60,7 +60,7 @@ func (p *Provider) explain(err error, model string) error {
 	if aerr.Response != nil && aerr.StatusCode >= 400 {
 		header = aerr.Response.Header
 	}
-	msg := redact(aerr.Message, p.apiKey)
+	msg := provider.Redact(aerr.Message, p.apiKey)
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
@@ -112,20 +112,3 @@ func contextTooLong(status int, msg string) bool {
 		strings.Contains(m, "context length") ||
 		(strings.Contains(m, "too long") && strings.Contains(m, "token"))
 }
-
-// redact removes secret from s.
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
-}
-
-// redacted is an error whose message never shows secret.
-type redacted struct {
-	err    error
-	secret string
-}
-
-func (e *redacted) Error() string { return redact(e.err.Error(), e.secret) }
-func (e *redacted) Unwrap() error { return e.err }

@@ -43,13 +43,13 @@ func (p *Provider) explain(err error, failed *failure, model string) error {
 			header = oerr.Response.Header
 		}
 	default:
-		e := &redacted{err: err, secret: p.apiKey}
+		e := &provider.RedactedError{Err: err, Secret: p.apiKey}
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 			return &provider.TransientError{Err: fmt.Errorf("openai: the connection was cut before the response was complete: %w", e)}
 		}
 		return fmt.Errorf("openai: %w", e)
 	}
-	msg = redact(msg, p.apiKey)
+	msg = provider.Redact(msg, p.apiKey)
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
@@ -176,20 +176,3 @@ func firstNonEmpty(s ...string) string {
 	}
 	return ""
 }
-
-// redact removes secret from s.
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
-}
-
-// redacted is an error whose message never shows secret.
-type redacted struct {
-	err    error
-	secret string
-}
-
-func (e *redacted) Error() string { return redact(e.err.Error(), e.secret) }
-func (e *redacted) Unwrap() error { return e.err }

@@ -15,14 +15,12 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -63,6 +61,10 @@ type Options struct {
 	// arrives for this long (retried if nothing was streamed yet): 0 means
 	// provider.DefaultIdleTimeout, negative means never.
 	IdleTimeout time.Duration
+	// NoStream asks for whole answers instead of streams, for servers that
+	// cannot stream tool calls. Without it, a streamed answer that ends
+	// with no text and no tool call is asked again without streaming.
+	NoStream bool
 }
 
 // Provider streams chat completions. It is safe for concurrent use.
@@ -72,6 +74,7 @@ type Provider struct {
 	official  bool // requests go to api.openai.com, which needs a key
 	maxTokens int
 	retry     provider.RetryPolicy
+	noStream  bool
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -115,6 +118,7 @@ func New(opts *Options) (*Provider, error) {
 		official:  strings.EqualFold(u.Host, "api.openai.com"),
 		maxTokens: o.MaxTokens,
 		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, IdleTimeout: o.IdleTimeout},
+		noStream:  o.NoStream,
 	}, nil
 }
 
@@ -152,17 +156,11 @@ type toolCall struct {
 
 // attempt sends one request and reads its stream to the end.
 func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewParams, model string, emit func(provider.Delta)) (provider.Response, error) {
+	if p.noStream {
+		return p.whole(ctx, params, model, emit)
+	}
 	var failed *failure
-	capture := option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(req)
-		if err == nil && res != nil && res.StatusCode >= 400 {
-			body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-			_ = res.Body.Close()
-			res.Body = io.NopCloser(bytes.NewReader(body))
-			failed = &failure{status: res.StatusCode, header: res.Header, body: body}
-		}
-		return res, err
-	})
+	capture := option.WithMiddleware(captureFailure(&failed))
 	stream := p.client.Chat.Completions.NewStreaming(ctx, params, capture)
 	defer stream.Close()
 
@@ -251,6 +249,9 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 	}
 	resp.Blocks = blocks
 	resp.StopReason = stopReason(finish, len(order) > 0)
+	if emptyAnswer(resp) {
+		return p.whole(ctx, params, model, emit)
+	}
 	return resp, nil
 }
 

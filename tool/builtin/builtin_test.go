@@ -161,9 +161,10 @@ func TestSpecs(t *testing.T) {
 			}
 		}
 		var fields []string
-		rt := reflect.TypeOf(inputTypes[s.Name])
-		for i := range rt.NumField() {
-			fields = append(fields, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+		for _, f := range reflect.VisibleFields(reflect.TypeOf(inputTypes[s.Name])) {
+			if !f.Anonymous {
+				fields = append(fields, strings.Split(f.Tag.Get("json"), ",")[0])
+			}
 		}
 		slices.Sort(props)
 		slices.Sort(fields)

@@ -115,28 +115,7 @@ func (Edit) Run(ctx context.Context, call tool.Call) tool.Result {
 	if rep.crlf {
 		out.WriteString(" (old_string and new_string were converted to the file's CRLF line endings)")
 	}
-	if rep.count == 1 {
-		out.WriteString("\n")
-		out.WriteString(snippet(rep.out, rep.start, rep.size))
-	}
+	out.WriteString("\n")
+	out.WriteString(resultDiff(loc.Path, string(data), rep.out))
 	return tool.Result{Output: out.String()}
-}
-
-// snippet shows the lines around out[start:start+size] with line numbers,
-// so the model sees the edit in place without reading the file again.
-func snippet(out string, start, size int) string {
-	const context, maxLines, maxLineLen = 2, 16, 200
-	first := strings.Count(out[:start], "\n")                  // 0-based line of the start
-	last := first + strings.Count(out[start:start+size], "\n") // 0-based line of the end
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	from, to := max(first-context, 0), min(last+context, len(lines)-1)
-	var b strings.Builder
-	for i := from; i <= to; i++ {
-		if i-from == maxLines {
-			fmt.Fprintf(&b, "[… %s more]\n", plural(to-i+1, "line"))
-			break
-		}
-		fmt.Fprintf(&b, "%6d\t%s\n", i+1, clip(strings.TrimRight(lines[i], "\r"), maxLineLen))
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }

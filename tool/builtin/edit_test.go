@@ -148,7 +148,7 @@ func TestEdit(t *testing.T) {
 		content     string
 	}{
 		{name: "edit", input: `{"path": "a.go", "old_string": "return 1", "new_string": "return 2"}`,
-			want: []string{"edited a.go: replaced 1 occurrence", "     4\t\treturn 2", "     2\t", "     5\t}"},
+			want: []string{"edited a.go: replaced 1 occurrence\n--- a.go\n+++ a.go\n@@ -1,5 +1,5 @@\n package a\n \n func A() int {\n-\treturn 1\n+\treturn 2\n }"},
 			file: "a.go", content: "package a\n\nfunc A() int {\n\treturn 2\n}\n"},
 		{name: "not unique leaves the file", input: `{"path": "dup.txt", "old_string": "x", "new_string": "y"}`, wantErr: true,
 			want: []string{"dup.txt: old_string matches 2 places", "Nothing was changed"}, file: "dup.txt", content: "x\nx\n"},
@@ -174,19 +174,4 @@ func TestEdit(t *testing.T) {
 		t.Errorf("a.go mode %v, want 0750 kept", fi.Mode().Perm())
 	}
 	assertNoTempFiles(t, w.dir)
-}
-
-func TestSnippet(t *testing.T) {
-	out := "1\n2\n3\nNEW\n5\n6\n7\n"
-	start := strings.Index(out, "NEW")
-	got := snippet(out, start, 3)
-	want := numbered(2, "2", "3", "NEW", "5", "6")
-	if got != want {
-		t.Errorf("snippet =\n%s\nwant\n%s", got, want)
-	}
-	long := strings.Repeat("x\n", 40)
-	got = snippet(long, 0, len(long))
-	if !strings.Contains(got, "[… 24 lines more]") || strings.Count(got, "\n") != 16 {
-		t.Errorf("long snippet not capped:\n%s", got)
-	}
 }

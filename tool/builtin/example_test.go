@@ -16,7 +16,7 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "workdir")
 	defer os.RemoveAll(dir)
-	os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package hello\n\nconst (\n\tName     = \"world\"\n\tGreeting = \"hi\"\n)\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package hello\n\n// Greetings.\nconst (\n\tName     = \"world\"\n\tGreeting = \"hi\"\n)\n"), 0o644)
 
 	root, err := tool.OpenRoot(dir)
 	if err != nil {
@@ -40,8 +40,13 @@ func Example() {
 	// Output:
 	// will change: [hello.go]
 	// edited hello.go: replaced 1 occurrence
-	//      3	const (
-	//      4		Name     = "world"
-	//      5		Greeting = "hello"
-	//      6	)
+	// --- hello.go
+	// +++ hello.go
+	// @@ -3,5 +3,5 @@
+	//  // Greetings.
+	//  const (
+	//  	Name     = "world"
+	// -	Greeting = "hi"
+	// +	Greeting = "hello"
+	//  )
 }

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/lite-agent/lite-agent/tool"
 )
 
@@ -21,7 +21,9 @@ const globSchema = `{
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\"."},
-    "path": {"type": "string", "description": "Directory to search from, relative to the workdir. Default: the workdir."}
+    "path": {"type": "string", "description": "Directory to search from, relative to the workdir. Default: the workdir."},
+    "hidden": {"type": "boolean", "description": "Also list names starting with a dot. Default false."},
+    "no_ignore": {"type": "boolean", "description": "Also list what .gitignore and .ignore files exclude. Default false."}
   },
   "required": ["pattern"],
   "additionalProperties": false
@@ -36,6 +38,7 @@ type Glob struct{}
 type globInput struct {
 	Pattern string `json:"pattern"`
 	Path    string `json:"path"`
+	searchFlags
 }
 
 // Spec implements tool.Tool.
@@ -50,24 +53,21 @@ func (Glob) Run(ctx context.Context, call tool.Call) tool.Result {
 		return tool.Errorf("%s", err)
 	}
 	pattern := filepath.ToSlash(in.Pattern)
+	if err := compilePattern(pattern); err != nil {
+		return tool.Errorf("%s", err)
+	}
 	base := in.Path
 	if base == "" {
 		base = "."
 	}
 	// Start the walk below the pattern's literal directories: an absolute
 	// pattern names its own base.
-	prefix, rest := literalPrefix(pattern)
-	if strings.HasPrefix(pattern, "/") {
+	prefix, rest := doublestar.SplitPattern(pattern)
+	switch {
+	case strings.HasPrefix(pattern, "/"):
 		base, pattern = prefix, rest
-		if base == "" {
-			base = "/"
-		}
-	} else if prefix != "" {
+	case prefix != ".":
 		base, pattern = filepath.Join(base, filepath.FromSlash(prefix)), rest
-	}
-	g, err := compileGlob(pattern)
-	if err != nil {
-		return tool.Errorf("%s", err)
 	}
 	loc, err := locate(call.Root, base)
 	if err != nil {
@@ -85,33 +85,38 @@ func (Glob) Run(ctx context.Context, call tool.Call) tool.Result {
 		return tool.Errorf("path %s is a file, not a directory; give the directory to search in", loc.Path)
 	}
 
-	var found []string
-	total, unreadable := 0, 0
-	err = walk(ctx, loc, func(rel string, d fs.DirEntry) (bool, error) {
-		if g.match(rel) {
-			total++
-			if len(found) < globMaxResults {
-				name := displayJoin(loc.Path, rel)
-				if d.IsDir() {
-					name += "/"
-				}
-				found = append(found, name)
+	var found []dated[struct{}]
+	unreadable := 0
+	err = walkTree(ctx, loc, in.options(), func(rel string, d fs.DirEntry) (bool, error) {
+		if doublestar.MatchUnvalidated(pattern, rel) {
+			name := displayJoin(loc.Path, rel)
+			if d.IsDir() {
+				name += "/"
 			}
+			r := dated[struct{}]{name: name}
+			if info, err := d.Info(); err == nil {
+				r.mod = info.ModTime()
+			}
+			found = append(found, r)
 		}
-		return d.IsDir() && g.mayContain(rel), nil
+		return d.IsDir() && mayContain(pattern, rel), nil
 	}, &unreadable)
 	if err != nil {
 		return walkError(ctx, loc, err)
 	}
-	slices.Sort(found)
+	sortNewest(found)
 	var out strings.Builder
-	if total == 0 {
+	if len(found) == 0 {
 		fmt.Fprintf(&out, "no files match %q in %s", in.Pattern, loc.Path)
-	} else {
-		out.WriteString(strings.Join(found, "\n"))
-		if total > len(found) {
-			fmt.Fprintf(&out, "\n[showing %d of %d matches; narrow the pattern or the path]", len(found), total)
+	}
+	for i, r := range found[:min(len(found), globMaxResults)] {
+		if i > 0 {
+			out.WriteByte('\n')
 		}
+		out.WriteString(r.name)
+	}
+	if len(found) > globMaxResults {
+		fmt.Fprintf(&out, "\n[showing the %d most recently modified of %d matches; narrow the pattern or the path]", globMaxResults, len(found))
 	}
 	if unreadable > 0 {
 		fmt.Fprintf(&out, "\n[unreadable directories skipped: %d]", unreadable)
@@ -119,50 +124,15 @@ func (Glob) Run(ctx context.Context, call tool.Call) tool.Result {
 	return tool.Result{Output: out.String()}
 }
 
-// walk visits the tree below loc in lexical order through loc.FS, calling
-// visit with each entry's slash-separated path relative to loc. visit says
-// whether to descend into a directory. Symlinks are reported, never
-// followed; .git directories are skipped; unreadable directories are
-// counted in *unreadable. It returns ctx's error if cancelled.
-func walk(ctx context.Context, loc tool.Loc, visit func(rel string, d fs.DirEntry) (bool, error), unreadable *int) error {
-	fsys := loc.FS.FS()
-	start := filepath.ToSlash(loc.Name)
-	return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		if err != nil {
-			if p == start {
-				return err
-			}
-			*unreadable++
-			return fs.SkipDir
-		}
-		if p == start {
-			return nil
-		}
-		rel := strings.TrimPrefix(p, start+"/")
-		if start == "." {
-			rel = p
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return fs.SkipDir
-		}
-		descend, err := visit(rel, d)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && !descend {
-			return fs.SkipDir
-		}
-		return nil
-	})
-}
-
-// walkError words a failed walk for the model.
-func walkError(ctx context.Context, loc tool.Loc, err error) tool.Result {
-	if ctx.Err() != nil {
-		return tool.Errorf("cancelled")
+// mayContain reports whether a path below directory dir could match
+// pattern, so the walk can skip directories that cannot. A pattern with
+// "**" or { } groups may match at any depth; otherwise dir must be shallower
+// than the pattern and match its leading segments.
+func mayContain(pattern, dir string) bool {
+	if strings.Contains(pattern, "**") || strings.ContainsAny(pattern, "{}") {
+		return true
 	}
-	return tool.Errorf("cannot read %s: %v", loc.Path, err)
+	segs := strings.Split(pattern, "/")
+	depth := strings.Count(dir, "/") + 1
+	return depth < len(segs) && doublestar.MatchUnvalidated(strings.Join(segs[:depth], "/"), dir)
 }

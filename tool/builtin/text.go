@@ -39,7 +39,12 @@ func binaryReason(head []byte, complete bool) string {
 // sniff reads up to sniffLen bytes of r and returns them with a reader that
 // yields the whole stream again, and whether the head is all there is.
 func sniff(r io.Reader) (head []byte, whole io.Reader, complete bool, err error) {
-	buf := make([]byte, sniffLen)
+	return sniffInto(r, make([]byte, sniffLen))
+}
+
+// sniffInto is sniff reading into buf (sniffLen bytes), for callers that
+// read many files: the returned head and reader use buf.
+func sniffInto(r io.Reader, buf []byte) (head []byte, whole io.Reader, complete bool, err error) {
 	n, err := io.ReadFull(r, buf)
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -59,6 +64,12 @@ type lineReader struct {
 
 func newLineReader(r io.Reader, max int) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// reset makes lr read r, reusing its buffers.
+func (lr *lineReader) reset(r io.Reader) {
+	lr.r.Reset(r)
+	lr.buf = lr.buf[:0]
 }
 
 // next returns the next line without its line ending, cut to max bytes at a

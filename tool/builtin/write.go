@@ -81,6 +81,7 @@ func (Write) Run(ctx context.Context, call tool.Call) tool.Result {
 	if res != nil {
 		return *res
 	}
+	_, old, hadText := previousText(call.Root, in.Path)
 	if err := loc.WriteFile([]byte(*in.Content), mode); err != nil {
 		return tool.Errorf("cannot write %s: %v", loc.Path, err)
 	}
@@ -88,7 +89,11 @@ func (Write) Run(ctx context.Context, call tool.Call) tool.Result {
 	if !existed {
 		verb = "created"
 	}
-	return tool.Result{Output: fmt.Sprintf("%s %s (%s, %s)", verb, loc.Path, plural(len(*in.Content), "byte"), plural(countTextLines(*in.Content), "line"))}
+	out := fmt.Sprintf("%s %s (%s, %s)", verb, loc.Path, plural(len(*in.Content), "byte"), plural(countTextLines(*in.Content), "line"))
+	if hadText {
+		out += "\n" + resultDiff(loc.Path, old, *in.Content)
+	}
+	return tool.Result{Output: out}
 }
 
 // existingMode returns the permission bits of the file at loc, or

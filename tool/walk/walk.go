@@ -1,0 +1,230 @@
+// Package walk visits a directory tree the way git and ripgrep see it: what
+// .gitignore files (at every level), .ignore files and .git/info/exclude
+// exclude is skipped, and so are hidden names (starting with ".") unless
+// asked for. The .git directory itself is always skipped.
+//
+// Everything is read through an fs.FS rooted at the workspace (for the
+// built-in tools, the os.Root that confines them), so ignore files are read
+// from the workspace root down to where a walk starts, and never above it.
+//
+// Precedence follows git's: .git/info/exclude is weakest, then each
+// directory's .gitignore and then its .ignore, a deeper directory's files
+// over a shallower one's, and within one file a later line over an earlier
+// one. The patterns are matched with go-git's gitignore matcher.
+package walk
+
+import (
+	"bufio"
+	"context"
+	"io/fs"
+	"iter"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// Options change what a walk visits. The zero value (and nil) is git's
+// view: ignore files honoured, hidden names skipped.
+type Options struct {
+	// Hidden visits names starting with "." (.git is still skipped).
+	Hidden bool
+	// NoIgnore visits what ignore files exclude.
+	NoIgnore bool
+}
+
+// The ignore files read in each directory, weakest first.
+var ignoreFiles = []string{".gitignore", ".ignore"}
+
+// excludeFile is the repository's own exclude list, read at the root only.
+const excludeFile = ".git/info/exclude"
+
+// Walk calls fn for start and every entry below it in fsys that is not
+// ignored, in lexical order, like fs.WalkDir: paths are slash-separated and
+// relative to fsys (start joined with the entry's path below it), and fn
+// returns fs.SkipDir or fs.SkipAll to prune. An unreadable directory is
+// passed to fn with its error, as fs.WalkDir does. Symlinks are reported,
+// never followed. Ignore files from the root of fsys down to start apply;
+// if start itself is ignored (the caller named it on purpose), only the
+// ignore files at and below start apply. Walk returns ctx's error when ctx
+// is done.
+func Walk(ctx context.Context, fsys fs.FS, start string, opts *Options, fn fs.WalkDirFunc) error {
+	if opts == nil {
+		opts = &Options{}
+	}
+	start = path.Clean(start)
+	m := newMatcher(fsys, start, opts)
+	return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if p == start || err != nil {
+			if err == nil && d.IsDir() {
+				m.enter(p)
+			}
+			return fn(p, d, err)
+		}
+		if d.IsDir() && d.Name() == ".git" || !opts.Hidden && strings.HasPrefix(d.Name(), ".") {
+			return skip(d)
+		}
+		if m.ignored(p, d.IsDir()) {
+			return skip(d)
+		}
+		if err := fn(p, d, nil); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			m.enter(p)
+		}
+		return nil
+	})
+}
+
+// skip leaves out d: its whole subtree when it is a directory.
+func skip(d fs.DirEntry) error {
+	if d.IsDir() {
+		return fs.SkipDir
+	}
+	return nil
+}
+
+// Files yields every file below the root of fsys that is not ignored (regular
+// files, symlinks and other non-directories), as slash-separated paths
+// relative to fsys, in lexical order. An unreadable directory is yielded as
+// its path with the error, and the walk goes on; a cancelled ctx ends it
+// with ctx's error. This is the workspace's file list as git would track it.
+func Files(ctx context.Context, fsys fs.FS, opts *Options) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		stopped := false
+		err := Walk(ctx, fsys, ".", opts, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if p == "." {
+					return err
+				}
+				if !yield(p, err) {
+					stopped = true
+					return fs.SkipAll
+				}
+				return fs.SkipDir
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if !yield(p, nil) {
+				stopped = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield("", err)
+		}
+	}
+}
+
+// matcher holds the patterns in force in each directory entered so far.
+type matcher struct {
+	fsys fs.FS
+	off  bool
+	// base is in force at the root: .git/info/exclude.
+	base []gitignore.Pattern
+	// patterns maps a directory (slash path relative to fsys, "." for the
+	// root) to the patterns in force inside it, weakest first.
+	patterns map[string][]gitignore.Pattern
+}
+
+// newMatcher loads the ignore files from the root of fsys down to start's
+// parent; enter adds start's own and those below it as the walk goes.
+func newMatcher(fsys fs.FS, start string, opts *Options) *matcher {
+	m := &matcher{fsys: fsys, off: opts.NoIgnore, patterns: map[string][]gitignore.Pattern{}}
+	if m.off {
+		return m
+	}
+	m.base = readPatterns(fsys, excludeFile, nil)
+	if start == "." {
+		return m
+	}
+	m.enter(".")
+	for i, c := range start {
+		if c == '/' {
+			m.enter(start[:i])
+		}
+	}
+	if m.ignored(start, true) {
+		// Named on purpose: the rules above it do not hide its contents.
+		clear(m.patterns)
+		m.base = nil
+	}
+	return m
+}
+
+// enter records the patterns in force inside dir: its parent's and its own.
+func (m *matcher) enter(dir string) {
+	if m.off {
+		return
+	}
+	parent := m.base
+	if dir != "." {
+		parent = m.patterns[path.Dir(dir)]
+	}
+	m.patterns[dir] = append(parent[:len(parent):len(parent)], m.own(dir)...)
+}
+
+// own reads dir's ignore files.
+func (m *matcher) own(dir string) []gitignore.Pattern {
+	var domain []string
+	if dir != "." {
+		domain = strings.Split(dir, "/")
+	}
+	var ps []gitignore.Pattern
+	for _, name := range ignoreFiles {
+		ps = append(ps, readPatterns(m.fsys, path.Join(dir, name), domain)...)
+	}
+	return ps
+}
+
+// ignored reports whether p (a path relative to fsys) is excluded by the
+// patterns in force in its directory: the strongest that matches decides.
+func (m *matcher) ignored(p string, isDir bool) bool {
+	if m.off {
+		return false
+	}
+	ps := m.patterns[path.Dir(p)]
+	if len(ps) == 0 {
+		return false
+	}
+	parts := strings.Split(p, "/")
+	for i := len(ps) - 1; i >= 0; i-- {
+		switch ps[i].Match(parts, isDir) {
+		case gitignore.Exclude:
+			return true
+		case gitignore.Include:
+			return false
+		}
+	}
+	return false
+}
+
+// readPatterns parses one ignore file; a missing or unreadable one has no
+// patterns. Blank lines and comments are skipped; a leading "\#" or "\!"
+// is a literal "#". A line too long to read ends the file.
+func readPatterns(fsys fs.FS, name string, domain []string) []gitignore.Pattern {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, `\#`) {
+			line = line[1:]
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
