@@ -324,12 +324,19 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 			return nil, usagef("--search %q: give one or more words to look for", c.search)
 		}
 	}
+	if c.settings != nil {
+		servers, err := settingsMCPServers(c.settings)
+		if err != nil {
+			return nil, err
+		}
+		c.mcpServers = servers
+	}
 	if c.mcpConfig != "" {
 		servers, err := loadMCPConfig(c.mcpConfig)
 		if err != nil {
 			return nil, err
 		}
-		c.mcpServers = servers
+		c.mcpServers = mergeMCPServers(c.mcpServers, servers)
 	}
 	if c.listMCP && (c.prompt != "" || len(given) > 0) {
 		return nil, usagef("--mcp runs on its own: it takes no prompt and no session operation")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +34,33 @@ func loadMCPConfig(path string) ([]mcp.ServerConfig, error) {
 		return nil, usagef("--mcp-config %s has no [mcp.servers.NAME] table", path)
 	}
 	return out, nil
+}
+
+// settingsMCPServers is the [mcp.servers.NAME] tables of the user and
+// project configuration files (a project server replaces a user one of
+// the same name), checked; a server that cannot work is a usage error
+// naming the file it came from.
+func settingsMCPServers(s *configfile.Config) ([]mcp.ServerConfig, error) {
+	plain := make(map[string]configfile.MCPServer, len(s.Servers))
+	for name, srv := range s.Servers {
+		plain[name] = srv.MCPServer
+	}
+	out := mcpServers(plain)
+	for _, sc := range out {
+		if err := sc.Check(); err != nil {
+			return nil, usagef("config %s: %v", s.Servers[sc.Name].Source.Path, err)
+		}
+	}
+	return out, nil
+}
+
+// mergeMCPServers is base with the servers of over added, each replacing
+// one of base of the same name.
+func mergeMCPServers(base, over []mcp.ServerConfig) []mcp.ServerConfig {
+	out := slices.DeleteFunc(slices.Clone(base), func(b mcp.ServerConfig) bool {
+		return slices.ContainsFunc(over, func(o mcp.ServerConfig) bool { return o.Name == b.Name })
+	})
+	return append(out, over...)
 }
 
 // mcpServers maps the config file's servers to the MCP client's, sorted
@@ -67,7 +95,7 @@ func reportMCP(ctx context.Context, a *liteagent.Agent, stderr io.Writer) {
 // state and what it offers, and stop them.
 func listMCP(ctx context.Context, c *config, std IO) error {
 	if len(c.mcpServers) == 0 {
-		return usagef("--mcp: no MCP servers are configured (give --mcp-config FILE)")
+		return usagef("--mcp: no MCP servers are configured (add [mcp.servers.NAME] to a config file, or give --mcp-config FILE)")
 	}
 	e, err := newAgent(ctx, c, "", false, false)
 	if err != nil {
@@ -89,7 +117,7 @@ func listMCP(ctx context.Context, c *config, std IO) error {
 // line mode's /mcp and --mcp share it.
 func printMCP(w io.Writer, set *mcp.Set) (failed int) {
 	if set == nil {
-		fmt.Fprintln(w, "no MCP servers are configured (give --mcp-config FILE)")
+		fmt.Fprintln(w, "no MCP servers are configured (add [mcp.servers.NAME] to a config file, or give --mcp-config FILE)")
 		return 0
 	}
 	return mcp.WriteStatus(w, set.Servers())
@@ -103,7 +131,7 @@ func mcpPrompt(ctx context.Context, a *liteagent.Agent, line string) (string, er
 		return "", err
 	}
 	if set == nil {
-		return "", errors.New("no MCP servers are configured (give --mcp-config FILE)")
+		return "", errors.New("no MCP servers are configured (add [mcp.servers.NAME] to a config file, or give --mcp-config FILE)")
 	}
 	return set.GetPrompt(ctx, command, args)
 }

@@ -168,3 +168,35 @@ func TestMCPLineModePromptAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMCPServersFromConfigFiles: servers come from the user and the
+// project configuration files (a project server replaces the user's of the
+// same name) and --mcp-config adds its own; a server in a file that cannot
+// work stops the run with status 2, naming the file.
+func TestMCPServersFromConfigFiles(t *testing.T) {
+	dir := t.TempDir()
+	killServerLater(t, dir)
+	bin := mcptest.Server(t)
+	user := fmt.Sprintf("[mcp.servers.u]\ncommand = %q\nargs = [\"-dir\", %q]\n\n[mcp.servers.p]\ncommand = %q\nargs = [\"-mode\", \"exit\"]\n", bin, dir, bin)
+	proj := fmt.Sprintf("[mcp.servers.p]\ncommand = %q\nargs = [\"-dir\", %q]\n", bin, dir)
+	work := project(t, user, proj)
+	code, out, errs := run(t, nil, work, "--mcp")
+	for _, want := range []string{"u: ready (stdio", "mcp__u__echo", "p: ready (stdio", "mcp__p__echo"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--mcp output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 0 || strings.Contains(out, "failed") {
+		t.Errorf("the project's p should replace the user's failing p: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = run(t, nil, work, "--mcp-config", mcpConfig(t, dir, ""), "--mcp")
+	if code != 0 || !strings.Contains(out, "mcp__t__echo") || !strings.Contains(out, "mcp__u__echo") {
+		t.Errorf("--mcp-config should add its servers to the files': exit %d\n%s", code, out)
+	}
+
+	bad := project(t, "", "[mcp.servers.x]\nargs = [\"-v\"]\n")
+	code, _, errs = run(t, nil, bad, "--mcp")
+	if code != 2 || !strings.Contains(errs, filepath.Join(bad, ".lite-agent", "config.toml")) {
+		t.Errorf("a server with no command or url: exit %d, stderr %q; want 2 naming the project file", code, errs)
+	}
+}
