@@ -304,6 +304,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	case c.demo && (len(given) > 0 || c.sessionDB != "" || c.showConfig):
 		return nil, usagef("--demo runs on its own, in a scratch directory")
 	}
+	if c.maxModelCalls < 1 {
+		return nil, usagef("--max-model-calls must be at least 1, not %d", c.maxModelCalls)
+	}
 	if c.idleTimeout < 0 {
 		return nil, usagef("--idle-timeout must not be negative, got %s (0 turns it off)", c.idleTimeout)
 	}

@@ -74,6 +74,8 @@ func TestFlagRules(t *testing.T) {
 		{"bad output", []string{"--output", "xml", "hi"}, "--output must be"},
 		{"bad allow", []string{"--allow", "everything", "hi"}, "--allow takes"},
 		{"unknown flag", []string{"--frobnicate"}, "flag provided but not defined"},
+		{"no model calls", []string{"--max-model-calls", "0", "hi"}, "--max-model-calls must be at least 1, not 0"},
+		{"negative model calls", []string{"--max-model-calls", "-1", "hi"}, "--max-model-calls must be at least 1, not -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,12 +137,14 @@ func TestMissingKeyPointsAtDemo(t *testing.T) {
 	}
 }
 
+// TestSessionDBMissingDirectory: a --session-db whose directory does not
+// exist is a bad argument (exit 2, as README says), with the fix to run.
 func TestSessionDBMissingDirectory(t *testing.T) {
 	isolate(t)
 	model(t)
 	db := filepath.Join(t.TempDir(), "no", "such", "dir", "s.db")
 	code, _, errs := runCLI(t, t.TempDir(), "", "--session-db", db, "hi")
-	if code != ExitError || !strings.Contains(errs, "does not exist") || !strings.Contains(errs, "mkdir -p") {
+	if code != ExitUsage || !strings.Contains(errs, "does not exist") || !strings.Contains(errs, "mkdir -p") {
 		t.Fatalf("exit %d stderr %q", code, errs)
 	}
 }

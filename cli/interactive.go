@@ -27,20 +27,32 @@ type lineMode struct {
 	pending []string
 	// failed is the last prompt's error, the exit status at end of input.
 	failed error
+	// readErr says why lines closed before the end of input, if it did.
+	readErr <-chan error
 }
 
-// readLines delivers stdin's lines on a channel, closed at end of input.
-func readLines(r io.Reader) <-chan string {
-	ch := make(chan string)
+// maxLine is the longest line the line mode reads.
+const maxLine = 4 << 20
+
+// readLines delivers stdin's lines on a channel, closed at end of input;
+// why reading stopped, when not at the end (a line over maxLine, a read
+// error), is sent on the second channel before the first is closed.
+func readLines(r io.Reader) (<-chan string, <-chan error) {
+	ch, errc := make(chan string), make(chan error, 1)
 	go func() {
 		defer close(ch)
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+		sc.Buffer(make([]byte, 64*1024), maxLine)
 		for sc.Scan() {
 			ch <- sc.Text()
 		}
+		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+			errc <- fmt.Errorf("a line of input is longer than %d MiB, so it and everything after it was not read; put long text in a file and attach it with @FILE", maxLine>>20)
+		} else if err != nil {
+			errc <- fmt.Errorf("reading input: %w", err)
+		}
 	}()
-	return ch
+	return ch, errc
 }
 
 const lineHelp = `Type a prompt and press enter. Commands:
@@ -63,7 +75,8 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	if ok, err := fullScreen(ctx, c, std); ok {
 		return err
 	}
-	m := &lineMode{c: c, std: std, lines: readLines(std.Stdin)}
+	m := &lineMode{c: c, std: std}
+	m.lines, m.readErr = readLines(std.Stdin)
 	c.approve, c.input = m.approve, m.input
 	e, err := openSession(ctx, c, std)
 	if err != nil {
@@ -84,6 +97,11 @@ func interactive(ctx context.Context, c *config, std IO) error {
 		line, ok := m.read(ctx)
 		m.out.answered(ok)
 		if !ok {
+			select {
+			case err := <-m.readErr: // input stopped before its end
+				return err
+			default:
+			}
 			// At the end of piped input, a failed turn is the run's status.
 			if m.failed != nil {
 				return fmt.Errorf("a prompt failed: %w", m.failed)

@@ -242,3 +242,19 @@ func TestLineModeStreamsBackgroundTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLineModeLineTooLong: a line over the line mode's limit is not
+// dropped in silence with everything after it: the prompts before it run,
+// and the run ends with an error that says what happened and what to do.
+func TestLineModeLineTooLong(t *testing.T) {
+	isolate(t)
+	srv := model(t, fakemodel.Reply{Text: "first answer"})
+	input := "first prompt\n" + strings.Repeat("x", maxLine+1) + "\nnever read\n"
+	code, out, errs := runCLI(t, t.TempDir(), input, "--plain")
+	if code != ExitError || !strings.Contains(errs, "longer than 4 MiB") || !strings.Contains(errs, "@FILE") {
+		t.Fatalf("exit %d, stderr %q; want %d and a message about the long line", code, errs, ExitError)
+	}
+	if !strings.Contains(out, "first answer") || len(srv.Requests()) != 1 {
+		t.Fatalf("the prompt before the long line did not run: %q, %d requests", out, len(srv.Requests()))
+	}
+}

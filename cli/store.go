@@ -37,7 +37,7 @@ func openStore(ctx context.Context, db string, readOnly bool) (checkpoint.Checkp
 		}
 	} else if dir := filepath.Dir(db); dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("the directory of --session-db %s does not exist; create it first (mkdir -p %s)", db, dir)
+			return nil, usagef("the directory of --session-db %s does not exist; create it first (mkdir -p %s)", db, dir)
 		}
 	}
 	return sqlite.Open(db, &sqlite.Options{ReadOnly: readOnly})
