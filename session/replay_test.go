@@ -252,6 +252,7 @@ func TestTitle(t *testing.T) {
 		"  a\n\tb  ": "a b",
 		"":           "",
 		long:         long[:2*(TitleLen-1)] + "…",
+		"fix \x1b]0;owned\x07the \x1b[31mbug\u009b": "fix ]0;ownedthe [31mbug",
 	} {
 		if got := Title(in); got != want {
 			t.Errorf("Title(%q) = %q, want %q", in, got, want)

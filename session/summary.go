@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Status is where a session's latest turn stands.
@@ -197,7 +198,8 @@ func (s *Summary) apply(e Event, f *facts) {
 // Hazards returns the number of interrupted tool outcomes awaiting review.
 func (s Summary) Hazards() int { return len(s.Open) }
 
-// Title shortens a prompt to one line of at most TitleLen runes.
+// Title shortens a prompt to one line of at most TitleLen runes, without
+// control characters (so no terminal escape sequence survives in it).
 func Title(prompt string) string {
 	out := make([]rune, 0, TitleLen)
 	space := false
@@ -205,6 +207,9 @@ func Title(prompt string) string {
 		if r == '\n' || r == '\r' || r == '\t' || r == ' ' {
 			space = len(out) > 0
 			continue
+		}
+		if unicode.IsControl(r) {
+			continue // an escape sequence from a model or an import must not reach a terminal
 		}
 		if space {
 			out = append(out, ' ')
