@@ -113,7 +113,21 @@ func (m *mark) matches(e session.Event) bool {
 // may go on after them. On the first page (last is nil) an unknown session
 // is ErrNotFound; on later ones the page starts with the event last marks,
 // checked and dropped.
-func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (page []session.Event, more bool, err error) {
+func (s *Store) page(ctx context.Context, id string, from int64, last *mark) ([]session.Event, bool, error) {
+	page, more, err := s.pageOnce(ctx, id, from, last, false)
+	if errors.Is(err, errGrew) {
+		page, more, err = s.pageOnce(ctx, id, from, last, true)
+	}
+	return page, more, err
+}
+
+// errGrew is pageOnce finding no event at from although the head it read
+// next is at or past from: a writer appended between the two statements,
+// or the log is cut. Read again, a second empty page is damage.
+var errGrew = errors.New("the log grew while it was read")
+
+// pageOnce is one try of page; see errGrew for final.
+func (s *Store) pageOnce(ctx context.Context, id string, from int64, last *mark, final bool) (page []session.Event, more bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -213,6 +227,9 @@ func (s *Store) page(ctx context.Context, id string, from int64, last *mark) (pa
 			return nil, false, checkpoint.ErrNotFound
 		}
 		head, _ := dest[0].(int64)
+		if head >= from && !final {
+			return nil, false, errGrew
+		}
 		if err := checkpoint.NewVerifier(id, from, head).End(); err != nil {
 			return nil, false, err
 		}
