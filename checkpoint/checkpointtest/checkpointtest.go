@@ -103,6 +103,7 @@ var subtests = []subtest{
 	{name: "ConcurrentAppendsOneSession", run: testConcurrentOneSession},
 	{name: "ConcurrentAppendsManySessions", run: testConcurrentSessions},
 	{name: "ReadersDuringWrites", run: testReadersDuringWrites},
+	{name: "ReadsPastTheHeadDuringWrites", run: testReadsPastTheHeadDuringWrites},
 	{name: "CloseDuringWrites", run: testCloseDuringWrites},
 	{name: "MultiProcess", persistent: true, run: testMultiProcess},
 	{name: "Damage", run: testDamage},

@@ -431,3 +431,36 @@ func testTwoHandles(t *testing.T, b Backend) {
 		t.Fatalf("list after concurrent writers = %+v, %v", list, err)
 	}
 }
+
+// testReadsPastTheHeadDuringWrites: a reader asking for the events after
+// the head it knows, while a writer appends, sees nothing or the new
+// events, never a damaged log (the head may move between what a backend
+// reads first and what it checks next).
+func testReadsPastTheHeadDuringWrites(t *testing.T, b Backend) {
+	c := fresh(t, b)
+	ctx, cancel := context.WithTimeout(t.Context(), concurrencyTimeout)
+	defer cancel()
+	mustAppend(t, c, "s1", 0, started("s1", "ns"))
+	const appends = 300
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer done.Store(true)
+		for head := int64(1); head <= appends; head++ {
+			if _, err := c.Append(ctx, "s1", head, []session.Event{prompt(seqText(head + 1))}); err != nil {
+				t.Errorf("writer: append at head %d: %v", head, err)
+				return
+			}
+		}
+	})
+	known := int64(1)
+	for !done.Load() {
+		for e, err := range c.Read(ctx, "s1", known+1) {
+			if err != nil {
+				t.Fatalf("read after head %d while a writer appends: %v", known, err)
+			}
+			known = e.Seq
+		}
+	}
+	wg.Wait()
+}
