@@ -65,7 +65,7 @@ func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Pro
 	if s.empty {
 		return nil, nil
 	}
-	c, err := s.pool.get(ctx)
+	c, err := s.conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("doctor %s: %w", s.path, s.readError(err))
 	}

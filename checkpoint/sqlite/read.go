@@ -138,7 +138,7 @@ func (s *Store) pageOnce(ctx context.Context, id string, from int64, last *mark,
 	if s.empty {
 		return nil, false, checkpoint.ErrNotFound
 	}
-	c, err := s.pool.get(ctx)
+	c, err := s.conn(ctx)
 	if err != nil {
 		return nil, false, s.readError(err)
 	}
@@ -335,7 +335,7 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	if s.empty {
 		return session.Summary{}, fmt.Errorf("head %s: %w", id, checkpoint.ErrNotFound)
 	}
-	c, err := s.pool.get(ctx)
+	c, err := s.conn(ctx)
 	if err != nil {
 		return session.Summary{}, fmt.Errorf("head %s: %w", id, s.readError(err))
 	}
@@ -384,7 +384,7 @@ func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.List
 	default:
 		query, args = stmtListNSAll, []driver.Value{limit}
 	}
-	c, err := s.pool.get(ctx)
+	c, err := s.conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", listWhat(namespace), s.readError(err))
 	}

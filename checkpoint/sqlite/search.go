@@ -187,7 +187,7 @@ func (s *Store) Reindex(ctx context.Context) error {
 	if err := s.writable("reindex", s.path); err != nil {
 		return err
 	}
-	c, err := s.pool.get(ctx)
+	c, err := s.conn(ctx)
 	if err != nil {
 		return fmt.Errorf("reindex %s: %w", s.path, s.readError(err))
 	}
@@ -210,7 +210,7 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 		s.mu.RUnlock()
 		return nil, nil
 	}
-	c, err := s.pool.get(ctx)
+	c, err := s.conn(ctx)
 	if err != nil {
 		s.mu.RUnlock()
 		return nil, fmt.Errorf("search %s: %w", s.path, s.readError(err))

@@ -170,6 +170,20 @@ func (s *Store) retry(ctx context.Context, f func() error) error {
 	}
 }
 
+// conn takes a connection from the pool, retrying the opening of a new one
+// as retry does: right after a writer was killed, a connection opened
+// read-only can meet a WAL only a writer may recover (READONLY_RECOVERY)
+// until the next writer has.
+func (s *Store) conn(ctx context.Context) (*conn, error) {
+	var c *conn
+	err := s.retry(ctx, func() error {
+		var err error
+		c, err = s.pool.get(ctx)
+		return err
+	})
+	return c, err
+}
+
 // lockedError reports a lock that another connection kept for longer than
 // the busy timeout.
 type lockedError struct {
