@@ -58,16 +58,11 @@ func (s *Session) Compact(ctx context.Context, focus string) (*CompactResult, er
 	if s.a.opts.Provider == nil {
 		return nil, ErrNoProvider
 	}
-	ctx, leave, err := s.enter(ctx)
+	ctx, release, err := s.beginTurn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer leave()
-	unlock, err := s.lockTurn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
+	defer release()
 	if hz := s.Hazards(); len(hz) > 0 {
 		return nil, &HazardError{Session: s.id, Hazards: hz}
 	}

@@ -258,16 +258,11 @@ func (s *Session) Send(ctx context.Context, prompt string, opts *SendOptions) (*
 	if strings.TrimSpace(prompt) == "" {
 		return nil, errors.New("empty prompt")
 	}
-	ctx, leave, err := s.enter(ctx)
+	ctx, release, err := s.beginTurn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer leave()
-	unlock, err := s.lockTurn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
+	defer release()
 	if opts != nil && opts.OnUpdate != nil {
 		s.mu.Lock()
 		s.onUpdate = opts.OnUpdate
@@ -486,4 +481,19 @@ func (s *Session) reload(ctx context.Context) error {
 	s.head, s.state, s.jobLog = st.Summary.Head, st, *jl
 	s.mu.Unlock()
 	return nil
+}
+
+// beginTurn enters the session (ctx ends when it closes) and takes its
+// turn lock; release undoes both.
+func (s *Session) beginTurn(ctx context.Context) (context.Context, func(), error) {
+	ctx, leave, err := s.enter(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock, err := s.lockTurn(ctx)
+	if err != nil {
+		leave()
+		return nil, nil, err
+	}
+	return ctx, func() { unlock(); leave() }, nil
 }
