@@ -11,6 +11,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/jobs"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/models"
 	"github.com/lite-agent/lite-agent/permission"
@@ -185,7 +186,8 @@ type Agent struct {
 	sessions map[*Session]struct{}
 	isClosed bool
 
-	jobs jobs // background jobs; has its own lock
+	jobs       *jobs.Table // background jobs; has its own lock
+	jobResults jobResults  // completion turns' results for WaitJobs
 }
 
 // New creates an agent. It writes nothing until the first Send.
@@ -225,7 +227,7 @@ func New(opts *Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: o, models: models.Builtin().With(o.Models), root: root, sessions: map[*Session]struct{}{}}
+	a := &Agent{opts: o, models: models.Builtin().With(o.Models), root: root, sessions: map[*Session]struct{}{}, jobs: jobs.New(nil)}
 	a.namespace = o.Namespace
 	if a.namespace == "" {
 		a.namespace = root.Dir()
@@ -292,15 +294,12 @@ func (a *Agent) Close() error {
 		a.mu.Unlock()
 		// From here on no job is adopted; the running ones are stopped
 		// while the turns end.
-		running := a.jobs.shut()
-		for _, j := range running {
-			j.proc.Stop("the agent was closed")
-		}
+		running := a.jobs.Shut("the agent was closed")
 		if a.stopAll != nil {
 			a.stopAll()
 		}
 		a.inflight.Wait()
-		a.jobs.wg.Wait()
+		a.jobs.Close()
 		var errs []error
 		if len(running) > 0 {
 			errs = append(errs, a.recordAllEnds(running))

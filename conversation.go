@@ -399,7 +399,7 @@ func (s *Session) UpdateTasks(ctx context.Context, u session.TasksUpdated) (*ses
 // Jobs lists the session's background jobs, running and recently ended,
 // oldest first.
 func (s *Session) Jobs() []JobInfo {
-	return s.a.jobInfos(s.a.jobs.ofSession(s.id))
+	return jobInfos(s.a.jobs.OfSession(s.id))
 }
 
 // WaitJobs waits until no background job of the session runs and every

@@ -278,6 +278,9 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		return err
 	}
 	res := t.Run(ctx, tool.Call{ID: c.id, Input: c.input, Root: s.root})
+	// Background jobs the call started go in the log with its receipt,
+	// before the model hears of them.
+	jobEvents, bg := s.startedEvents(c.id)
 	out := session.ToolFinished{Output: res.Output, IsError: res.IsError, Untracked: res.Untracked}
 	if ctx.Err() != nil {
 		out.IsError = true
@@ -293,7 +296,13 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	// says exactly what the tool did.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return finish(wctx, out)
+	out.CallID, out.Tool = c.id, c.name
+	if err := s.append(wctx, append(jobEvents, mustEvent(session.TypeToolFinished, out))...); err != nil {
+		s.a.jobs.Refuse("its start could not be recorded", bg...)
+		return err
+	}
+	s.a.jobs.Logged(bg...)
+	return nil
 }
 
 func (s *Session) toolNames() []string {

@@ -272,7 +272,7 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if sum.Kind != "" {
 		return fmt.Errorf("delete session %s: it is a %s log, not a conversation; it goes with the session that owns it", id, sum.Kind)
 	}
-	a.stopJobsOf(id)
+	a.jobs.Drop(id, "its session was deleted")
 	if err := a.deleteTaskList(ctx, PrivateTaskListID(id)); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}

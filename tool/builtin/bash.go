@@ -5,17 +5,14 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/lite-agent/lite-agent/tool"
+	"github.com/lite-agent/lite-agent/tool/shell"
 )
 
 //go:embed bash.md
@@ -65,21 +62,45 @@ type Bash struct {
 	// (HiddenEnv), so a command such as `env` cannot copy them into the
 	// transcript and the session log.
 	Env []string
-	// Jobs takes charge of commands run with background: true; nil refuses
+	// Jobs starts the commands run with background: true; nil refuses
 	// them (the model is told to run the command in the foreground). The
-	// agent sets it to its own job table.
-	Jobs JobRunner
+	// agent gives each session's bash its own (see WithJobs).
+	Jobs JobStarter
 	// Sandbox confines every command, foreground and background; nil
 	// runs them unconfined. package sandbox's *Policy is one.
 	Sandbox Launcher
 }
 
-// Launcher starts commands confined. Wrap rewrites a command not yet
-// started so that it starts confined (it keeps Dir, Env, the files and
-// SysProcAttr); Name is the confinement's name, recorded with each call.
-type Launcher interface {
-	Wrap(cmd *exec.Cmd) error
-	Name() string
+// Launcher starts commands confined (see shell.Launcher).
+type Launcher = shell.Launcher
+
+// JobStarter starts the commands bash runs with background: true as
+// background jobs. package jobs's *Starter is one.
+type JobStarter interface {
+	// StartJob starts c for call as a job that is stopped after timeout
+	// (0: no limit), with grace between SIGTERM and SIGKILL, and returns
+	// the id the model names it by and its process group id. ctx is the
+	// call's: it does not stop the job once started. An error means no job
+	// runs; the model is told it.
+	StartJob(ctx context.Context, call tool.Call, c shell.Command, timeout, grace time.Duration) (id string, pid int, err error)
+}
+
+// JobTool is implemented by tools that can run background jobs once given
+// a JobStarter, such as Bash. The agent gives each session's copy its own.
+type JobTool interface {
+	tool.Tool
+	// WithJobs returns the tool with js starting its jobs, or ok false
+	// when it has a JobStarter already (it keeps that one).
+	WithJobs(js JobStarter) (t tool.Tool, ok bool)
+}
+
+// WithJobs implements JobTool.
+func (b Bash) WithJobs(js JobStarter) (tool.Tool, bool) {
+	if b.Jobs != nil {
+		return b, false
+	}
+	b.Jobs = js
+	return b, true
 }
 
 // SandboxMode names the sandbox commands run in: the Launcher's Name, or
@@ -171,7 +192,7 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 		return b.background(ctx, call, in, timeout, grace)
 	}
 	out := newHeadTail(maxOut)
-	p, err := startProc(call.Root.Dir(), b.environ(), in.Command, out, b.Sandbox)
+	p, err := shell.Start(b.command(call, in.Command), out)
 	if err != nil {
 		return tool.Errorf("cannot start bash: %v", err)
 	}
@@ -180,14 +201,13 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 	defer timer.Stop()
 	var stopped string
 	select {
-	case <-p.waited:
+	case <-p.Exited():
 	case <-timer.C:
 		stopped = fmt.Sprintf("timed out after %s", timeout)
 	case <-ctx.Done():
 		stopped = "cancelled"
 	}
-	leftovers, detached := p.end(stopped != "", grace)
-	cmd := p.cmd
+	leftovers, detached := p.End(stopped != "", grace)
 
 	var res strings.Builder
 	text := out.String()
@@ -202,7 +222,7 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 	case stopped != "":
 		fmt.Fprintf(&res, "[%s: the command and the processes it started were stopped]", stopped)
 	default:
-		res.WriteString(exitNote(cmd.ProcessState))
+		res.WriteString(shell.ExitNote(p.State()))
 	}
 	if leftovers && stopped == "" {
 		res.WriteString("\n[background processes the command left running were stopped]")
@@ -212,66 +232,6 @@ func (b Bash) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	return tool.Result{Output: res.String(), IsError: stopped != "", Untracked: true}
 }
-
-// exitNote describes how the command ended.
-func exitNote(ps *os.ProcessState) string {
-	if ps == nil {
-		return "[exit status unknown]"
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("[killed by signal %s]", ws.Signal())
-	}
-	return fmt.Sprintf("[exit code %d]", ps.ExitCode())
-}
-
-// stopGroup ends the command's process group. With now set (timeout or
-// cancellation) the whole group gets SIGTERM at once; otherwise the leader
-// has exited and only processes left behind, if any, get it. Whatever still
-// lives after grace gets SIGKILL. It returns once the leader has been waited
-// for and the group is gone (or, for zombies nobody reaps, after a bound),
-// and reports whether processes other than the leader were left to stop.
-func stopGroup(pgid int, waited <-chan error, now bool, grace time.Duration) (leftovers bool) {
-	deadline := time.Now().Add(grace)
-	if now {
-		syscall.Kill(-pgid, syscall.SIGTERM)
-		t := time.NewTimer(grace)
-		select {
-		case <-waited:
-		case <-t.C:
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			<-waited
-		}
-		t.Stop()
-	}
-	if !groupAlive(pgid) {
-		return false
-	}
-	if !now {
-		syscall.Kill(-pgid, syscall.SIGTERM)
-	}
-	if !waitGroupGone(pgid, time.Until(deadline)) {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		waitGroupGone(pgid, grace)
-	}
-	return true
-}
-
-// waitGroupGone polls until the group has no live process or d has passed.
-func waitGroupGone(pgid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		if !groupAlive(pgid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(pause)
-	}
-}
-
-// errNoProcess is what kill(2) says about a group with no process left.
-var errNoProcess = syscall.ESRCH
 
 // headTail keeps the first and the last max/2 bytes written to it.
 type headTail struct {
@@ -336,115 +296,12 @@ func (h *headTail) String() string {
 		strings.ToValidUTF8(string(tail), "\uFFFD")
 }
 
-// proc is a started command whose output is being copied to a writer.
-type proc struct {
-	cmd    *exec.Cmd
-	pgid   int
-	pr     *os.File
-	copied chan struct{} // closed when the output copy ends
-	waited chan error    // receives cmd.Wait's result once
+// command is the shell command a call runs.
+func (b Bash) command(call tool.Call, line string) shell.Command {
+	return shell.Command{Line: line, Dir: call.Root.Dir(), Env: b.environ(), Sandbox: b.Sandbox}
 }
 
-// startProc starts command with bash -c in dir, in a session of its own,
-// its stdout and stderr copied to out, through sandbox when it is not nil.
-func startProc(dir string, env []string, command string, out io.Writer, sandbox Launcher) (*proc, error) {
-	cmd := exec.Command("bash", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if sandbox != nil {
-		if err := sandbox.Wrap(cmd); err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
-		}
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return nil, err
-	}
-	p := &proc{cmd: cmd, pgid: cmd.Process.Pid, pr: pr, copied: make(chan struct{}), waited: make(chan error, 1)}
-	go func() {
-		io.Copy(out, pr)
-		close(p.copied)
-	}()
-	go func() { p.waited <- cmd.Wait() }()
-	return p, nil
-}
-
-// end stops the process group (all of it at once with now, else what the
-// leader left behind) and stops reading the output. The caller must have
-// received from waited unless now is set. It reports whether processes
-// other than the leader were left to stop, and whether a process that left
-// the group still held the output open.
-func (p *proc) end(now bool, grace time.Duration) (leftovers, detached bool) {
-	leftovers = stopGroup(p.pgid, p.waited, now, grace)
-	// Everything in the group is gone, so the pipe is closed unless a
-	// process that left the group still holds it: stop reading then.
-	t := time.NewTimer(grace)
-	select {
-	case <-p.copied:
-	case <-t.C:
-		detached = true
-	}
-	t.Stop()
-	p.pr.Close()
-	<-p.copied
-	return leftovers, detached
-}
-
-// JobRunner takes charge of commands started with background: true.
-type JobRunner interface {
-	// Adopt takes charge of job, just started by call, and returns the id
-	// the model names it by. From then on the runner must stop the job when
-	// it shuts down. An error refuses the job: Run stops it and tells the
-	// model. ctx is the tool call's.
-	Adopt(ctx context.Context, call tool.Call, job *Job) (id string, err error)
-}
-
-// Job is a command running in the background. It ends when its command
-// ends (processes it left running in its group are then stopped, as for a
-// foreground command), when its timeout passes, or when Stop is called. Its
-// methods are safe for concurrent use.
-type Job struct {
-	command string
-	pid     int
-	started time.Time
-	out     *tailBuffer
-
-	stop     chan struct{}
-	stopOnce sync.Once
-	mu       sync.Mutex
-	reason   string   // why Stop was called; guarded by mu
-	state    JobState // set before done is closed
-	done     chan struct{}
-}
-
-// JobState is how a background job stands.
-type JobState struct {
-	Running bool
-	// ExitCode is the exit code of an ended job; -1 when a signal ended it
-	// or it is unknown.
-	ExitCode int
-	// Signal names the signal that ended it, if one did.
-	Signal string
-	// Stopped says why the job was stopped ("timed out after 5m0s" or the
-	// reason given to Stop); "" when it ended by itself.
-	Stopped string
-	// Note describes the end as a foreground command's result does:
-	// "[exit code 3]", "[killed by signal terminated]", ….
-	Note string
-}
-
-// jobOutputCap is how much of a job's output is kept: the end of it.
-const jobOutputCap = 64 << 10
-
-// background starts the command as a job and hands it to b.Jobs.
+// background starts the command as a job through b.Jobs.
 func (b Bash) background(ctx context.Context, call tool.Call, in bashInput, timeout, grace time.Duration) tool.Result {
 	if b.Jobs == nil {
 		return tool.Errorf("background jobs are not available here; run the command without background (it may run up to %g seconds with timeout_seconds)", b.maxTimeout().Seconds())
@@ -452,140 +309,18 @@ func (b Bash) background(ctx context.Context, call tool.Call, in bashInput, time
 	if in.TimeoutSeconds <= 0 {
 		timeout = 0
 	}
-	j := &Job{command: in.Command, out: &tailBuffer{max: jobOutputCap}, stop: make(chan struct{}), done: make(chan struct{}), state: JobState{Running: true, ExitCode: -1}}
-	p, err := startProc(call.Root.Dir(), b.environ(), in.Command, j.out, b.Sandbox)
+	id, pid, err := b.Jobs.StartJob(ctx, call, b.command(call, in.Command), timeout, grace)
 	if err != nil {
-		return tool.Errorf("cannot start bash: %v", err)
-	}
-	j.pid, j.started = p.pgid, time.Now()
-	go j.supervise(p, timeout, grace)
-	id, err := b.Jobs.Adopt(ctx, call, j)
-	if err != nil {
-		j.Stop("the job was refused")
-		<-j.done
-		return tool.Result{Output: fmt.Sprintf("The background job could not be started, so it was stopped: %v", err), IsError: true, Untracked: true}
+		return tool.Result{Output: fmt.Sprintf("The background job could not be started: %v", err), IsError: true, Untracked: true}
 	}
 	limit := "It runs until it ends."
 	if timeout > 0 {
 		limit = fmt.Sprintf("It is stopped if it runs longer than %s.", timeout)
 	}
-	return tool.Result{Output: fmt.Sprintf("Started background job %s (process group %d): %s\n%s Read its output with job_output, stop it with job_stop. You will be told when it finishes; do not wait for it by polling in a loop.", id, j.pid, in.Command, limit), Untracked: true}
+	return tool.Result{Output: fmt.Sprintf("Started background job %s (process group %d): %s\n%s Read its output with job_output, stop it with job_stop. You will be told when it finishes; do not wait for it by polling in a loop.", id, pid, in.Command, limit), Untracked: true}
 }
 
 func (b Bash) maxTimeout() time.Duration {
 	_, maxT, _, _ := b.settings()
 	return maxT
-}
-
-// supervise waits for the job's command to end, its timeout or Stop, then
-// stops what is left of its group and records how it ended.
-func (j *Job) supervise(p *proc, timeout, grace time.Duration) {
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		expired = t.C
-	}
-	var stopped string
-	select {
-	case <-p.waited:
-	case <-expired:
-		stopped = fmt.Sprintf("timed out after %s", timeout)
-	case <-j.stop:
-		j.mu.Lock()
-		stopped = j.reason
-		j.mu.Unlock()
-	}
-	p.end(stopped != "", grace)
-	st := JobState{ExitCode: -1, Stopped: stopped, Note: exitNote(p.cmd.ProcessState)}
-	if ps := p.cmd.ProcessState; ps != nil {
-		st.ExitCode = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			st.Signal = ws.Signal().String()
-		}
-	}
-	j.mu.Lock()
-	j.state = st
-	j.mu.Unlock()
-	close(j.done)
-}
-
-// Command returns the job's command line.
-func (j *Job) Command() string { return j.command }
-
-// PID returns the job's process id, which is also its process group id.
-func (j *Job) PID() int { return j.pid }
-
-// Started returns when the job started.
-func (j *Job) Started() time.Time { return j.started }
-
-// Done is closed when the job has ended and nothing of its process group
-// is left (but a process that left the group).
-func (j *Job) Done() <-chan struct{} { return j.done }
-
-// State returns how the job stands.
-func (j *Job) State() JobState {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.state
-}
-
-// Output returns the last max bytes of the job's output so far (at most the
-// 64 KiB kept), cut at a character boundary, and how many bytes it has
-// written in all.
-func (j *Job) Output(max int) (string, int64) { return j.out.tail(max) }
-
-// Stop asks the job to stop: its whole process group gets SIGTERM, then
-// SIGKILL after the grace period. It returns at once; Done tells when the
-// job has ended. reason is recorded in State.Stopped. Stopping an ended job
-// does nothing; only the first reason counts.
-func (j *Job) Stop(reason string) {
-	j.stopOnce.Do(func() {
-		j.mu.Lock()
-		j.reason = reason
-		j.mu.Unlock()
-		close(j.stop)
-	})
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu    sync.Mutex
-	max   int
-	buf   []byte // up to 2*max bytes before compaction
-	total int64
-}
-
-// Write implements io.Writer; it never fails.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.total += int64(len(p))
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return len(p), nil
-	}
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// tail returns the last n bytes kept (all of them if n <= 0), as valid
-// UTF-8, and the total written.
-func (t *tailBuffer) tail(n int) (string, int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
-	}
-	if n > 0 && len(b) > n {
-		b = b[len(b)-n:]
-		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-			b = b[1:]
-		}
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD"), t.total
 }

@@ -4,46 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lite-agent/lite-agent/jobs"
+	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/lite-agent/lite-agent/tool"
 )
 
-// fakeRunner is a JobRunner that keeps the jobs it adopts, or refuses them.
-type fakeRunner struct {
-	mu     sync.Mutex
-	jobs   []*Job
-	refuse error
-}
+// testOwner owns the jobs of one test session in a real jobs.Table.
+type testOwner struct{ started int }
 
-func (r *fakeRunner) Adopt(ctx context.Context, call tool.Call, j *Job) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.jobs = append(r.jobs, j)
-	if r.refuse != nil {
-		return "", r.refuse
-	}
-	return fmt.Sprintf("j%d", len(r.jobs)), nil
-}
+func (*testOwner) SessionID() string                                   { return "s1" }
+func (o *testOwner) JobsStarted() int                                  { return o.started }
+func (*testOwner) Goal() string                                        { return "" }
+func (*testOwner) JobsEnded(ctx context.Context, js []*jobs.Job) error { return nil }
 
-// only returns the one job adopted.
-func (r *fakeRunner) only(t testing.TB) *Job {
+// jobTable returns a job table, shut and waited for when the test ends,
+// and the starter of a test session's jobs.
+func jobTable(t testing.TB) (*jobs.Table, *jobs.Starter) {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.jobs) != 1 {
-		t.Fatalf("%d jobs adopted, want 1", len(r.jobs))
+	tab := jobs.New(nil)
+	t.Cleanup(tab.Close)
+	return tab, tab.For(&testOwner{})
+}
+
+// onlyJob returns the one job the table holds.
+func onlyJob(t testing.TB, tab *jobs.Table) *jobs.Job {
+	t.Helper()
+	all := tab.All()
+	if len(all) != 1 {
+		t.Fatalf("%d jobs started, want 1", len(all))
 	}
-	return r.jobs[0]
+	return all[0]
 }
 
 // waitDone waits for a job to end, stopping it after a bound.
-func waitDone(t testing.TB, j *Job) {
+func waitDone(t testing.TB, j *jobs.Job) {
 	t.Helper()
 	select {
 	case <-j.Done():
@@ -60,26 +58,26 @@ func TestBashBackground(t *testing.T) {
 		command    string
 		timeout    string
 		stop       bool
-		wantState  JobState
+		wantState  jobs.State
 		wantOutput string
 	}{
 		{name: "exit code", command: "echo building; echo warn >&2; exit 3",
-			wantState: JobState{ExitCode: 3, Note: "[exit code 3]"}, wantOutput: "building\nwarn\n"},
+			wantState: jobs.State{ExitCode: 3, Note: "[exit code 3]"}, wantOutput: "building\nwarn\n"},
 		{name: "success", command: "printf done",
-			wantState: JobState{ExitCode: 0, Note: "[exit code 0]"}, wantOutput: "done"},
+			wantState: jobs.State{ExitCode: 0, Note: "[exit code 0]"}, wantOutput: "done"},
 		{name: "stopped", command: "echo $$ > pid; sleep 60 & echo $! > child; wait", stop: true,
-			wantState: JobState{ExitCode: -1, Signal: "terminated", Stopped: "stopped by the test", Note: "[killed by signal terminated]"}},
+			wantState: jobs.State{ExitCode: -1, Signal: "terminated", Stopped: "stopped by the test", Note: "[killed by signal terminated]"}},
 		{name: "SIGTERM ignored", command: "trap '' TERM; echo $$ > pid; (trap '' TERM; exec sleep 60) & echo $! > child; wait", stop: true,
-			wantState: JobState{ExitCode: -1, Signal: "killed", Stopped: "stopped by the test", Note: "[killed by signal killed]"}},
+			wantState: jobs.State{ExitCode: -1, Signal: "killed", Stopped: "stopped by the test", Note: "[killed by signal killed]"}},
 		{name: "timeout", command: "echo $$ > pid; sleep 60 & echo $! > child; wait", timeout: "0.5",
-			wantState: JobState{ExitCode: -1, Signal: "terminated", Stopped: "timed out after 500ms", Note: "[killed by signal terminated]"}},
+			wantState: jobs.State{ExitCode: -1, Signal: "terminated", Stopped: "timed out after 500ms", Note: "[killed by signal terminated]"}},
 		{name: "leftovers stopped", command: "sleep 60 & echo $! > child; echo $$ > pid; echo bye",
-			wantState: JobState{ExitCode: 0, Note: "[exit code 0]"}, wantOutput: "bye\n"},
+			wantState: jobs.State{ExitCode: 0, Note: "[exit code 0]"}, wantOutput: "bye\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorkdir(t)
-			r := &fakeRunner{}
+			tab, r := jobTable(t)
 			input := fmt.Sprintf(`{"command": %q, "background": true}`, tt.command)
 			if tt.timeout != "" {
 				input = fmt.Sprintf(`{"command": %q, "background": "true", "timeout_seconds": %s}`, tt.command, tt.timeout)
@@ -92,7 +90,7 @@ func TestBashBackground(t *testing.T) {
 			if !got.Untracked {
 				t.Error("result not marked Untracked")
 			}
-			j := r.only(t)
+			j := onlyJob(t, tab)
 			if j.Command() != tt.command || j.PID() <= 0 || j.Started().IsZero() {
 				t.Errorf("job %q pid %d started %v", j.Command(), j.PID(), j.Started())
 			}
@@ -132,27 +130,24 @@ func TestBashBackgroundRefused(t *testing.T) {
 	got := w.call(t, Bash{}, `{"command": "true", "background": true}`)
 	check(t, "no runner", got, true, []string{"background jobs are not available here"})
 
-	r := &fakeRunner{refuse: errors.New("agent closed")}
-	got = w.call(t, Bash{Jobs: r, Grace: 100 * time.Millisecond}, `{"command": "sleep 60", "background": true}`)
-	check(t, "refused", got, true, []string{"could not be started, so it was stopped: agent closed"})
-	j := r.only(t)
-	select {
-	case <-j.Done():
-	default:
-		t.Fatal("Run returned before the refused job ended")
+	tab, r := jobTable(t)
+	tab.Shut("the test shut it")
+	got = w.call(t, Bash{Jobs: r, Grace: 100 * time.Millisecond}, `{"command": "echo $$ > pid; sleep 60", "background": true}`)
+	check(t, "refused", got, true, []string{"could not be started: background jobs are shut down"})
+	if len(tab.All()) != 0 {
+		t.Errorf("a shut table holds %d jobs", len(tab.All()))
 	}
-	if groupAlive(j.PID()) {
-		syscall.Kill(-j.PID(), syscall.SIGKILL)
-		t.Errorf("a refused job's process group %d is still running", j.PID())
+	if _, err := os.Stat(filepath.Join(w.dir, "pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused job ran: %v", err)
 	}
 }
 
 func TestBashBackgroundOutputWhileRunning(t *testing.T) {
 	w := newWorkdir(t)
-	r := &fakeRunner{}
+	tab, r := jobTable(t)
 	got := w.call(t, Bash{Jobs: r, Grace: 100 * time.Millisecond}, `{"command": "echo first; echo $$ > pid; sleep 60", "background": true}`)
 	check(t, "start", got, false, []string{"j1"})
-	j := r.only(t)
+	j := onlyJob(t, tab)
 	waitPID(t, filepath.Join(w.dir, "pid"))
 	var out string
 	for range 500 {
@@ -166,33 +161,4 @@ func TestBashBackgroundOutputWhileRunning(t *testing.T) {
 	}
 	j.Stop("done with it")
 	waitDone(t, j)
-}
-
-func TestTailBuffer(t *testing.T) {
-	tests := []struct {
-		max    int
-		writes []string
-		n      int
-		want   string
-	}{
-		{max: 10, writes: []string{"abc"}, want: "abc"},
-		{max: 10, writes: []string{"0123456789abc"}, want: "3456789abc"},
-		{max: 4, writes: []string{"ab", "cd", "ef", "gh", "ij"}, want: "ghij"},
-		{max: 10, writes: []string{"hello world"}, n: 5, want: "world"},
-		{max: 10, writes: []string{"ééééé"}, n: 3, want: "é"}, // no half character
-	}
-	for _, tt := range tests {
-		b := &tailBuffer{max: tt.max}
-		var total int
-		for _, w := range tt.writes {
-			if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
-				t.Fatalf("Write = %d, %v", n, err)
-			}
-			total += len(w)
-		}
-		got, n := b.tail(tt.n)
-		if got != tt.want || n != int64(total) {
-			t.Errorf("max %d writes %q tail(%d) = %q, %d; want %q, %d", tt.max, tt.writes, tt.n, got, n, tt.want, total)
-		}
-	}
 }

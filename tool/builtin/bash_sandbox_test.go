@@ -23,7 +23,8 @@ func TestBashSandboxConfinesForegroundAndJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := Bash{Sandbox: p, Jobs: &fakeRunner{}, Grace: 100 * time.Millisecond}
+	tab, r := jobTable(t)
+	b := Bash{Sandbox: p, Jobs: r, Grace: 100 * time.Millisecond}
 	if b.SandboxMode() != "workspace-write" || (Bash{}).SandboxMode() != "off" {
 		t.Fatalf("modes %q %q", b.SandboxMode(), Bash{}.SandboxMode())
 	}
@@ -35,10 +36,9 @@ func TestBashSandboxConfinesForegroundAndJobs(t *testing.T) {
 		t.Fatal("a sandboxed command wrote outside the workdir")
 	}
 
-	r := b.Jobs.(*fakeRunner)
 	got = w.call(t, b, `{"command": "touch `+w.outside+`/job-outside; touch job-inside", "background": true}`)
 	check(t, "job", got, false, []string{"Started background job"})
-	j := r.only(t)
+	j := onlyJob(t, tab)
 	<-j.Done()
 	if _, err := os.Stat(filepath.Join(w.outside, "job-outside")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a sandboxed background job wrote outside the workdir")

@@ -2,8 +2,8 @@ package builtin
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"github.com/lite-agent/lite-agent/tool/shell"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,19 +51,8 @@ func TestBash(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid has exited: no such process, or a zombie
-// waiting for a parent (PID 1 in some containers) to reap it.
-func processGone(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) {
-		return true
-	}
-	if err == nil {
-		state, _, ok := parseStat(stat)
-		return ok && (state == 'Z' || state == 'X')
-	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
+// processGone reports whether pid has exited.
+func processGone(pid int) bool { return shell.Exited(pid) }
 
 // waitPID waits for the command under test to write a process id to file.
 func waitPID(t testing.TB, file string) int {
@@ -190,15 +179,5 @@ func TestHeadTail(t *testing.T) {
 	h.Write([]byte(strings.Repeat("é", 20)))
 	if got := h.String(); !strings.HasPrefix(got, "éé\n[") || !strings.HasSuffix(got, "…]\néé") || strings.Contains(got, "\uFFFD") {
 		t.Errorf("multibyte cut = %q", got)
-	}
-}
-
-func TestParseStat(t *testing.T) {
-	state, pg, ok := parseStat([]byte("42 (a (weird) name) S 1 4242 4242 0 -1"))
-	if !ok || state != 'S' || pg != 4242 {
-		t.Errorf("parseStat = %c, %d, %v", state, pg, ok)
-	}
-	if _, _, ok := parseStat([]byte("garbage")); ok {
-		t.Error("parseStat accepted garbage")
 	}
 }

@@ -1,4 +1,4 @@
-package builtin
+package shell
 
 import (
 	"bytes"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// groupAlive reports whether process group pgid has a process that is not a
+// GroupAlive reports whether process group pgid has a process that is not a
 // zombie. kill(2) counts zombies, which linger where PID 1 does not reap
 // orphans (some containers), so the process table decides.
-func groupAlive(pgid int) bool {
+func GroupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, errNoProcess) {
 		return false
 	}
@@ -51,4 +51,19 @@ func parseStat(stat []byte) (state byte, pgrp int, ok bool) {
 		return 0, 0, false
 	}
 	return f[0][0], pg, true
+}
+
+// Exited reports whether process pid has exited: there is no such process,
+// or it is a zombie waiting for a parent (PID 1 in some containers) to reap
+// it.
+func Exited(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err == nil {
+		state, _, ok := parseStat(stat)
+		return ok && (state == 'Z' || state == 'X')
+	}
+	return errors.Is(syscall.Kill(pid, 0), errNoProcess)
 }
