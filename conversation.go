@@ -66,7 +66,6 @@ type Session struct {
 	id           string
 	head         int64
 	state        *session.State
-	jobLog       jobLog
 	allowed      map[string]bool // tools approved for the session
 	goal         string          // the prompt that started the current work
 	inBackground bool            // the running turn is a background completion turn
@@ -111,7 +110,7 @@ func (a *Agent) OpenSession(ctx context.Context, id string, opts *SessionOptions
 	if err := a.open(); err != nil {
 		return nil, err
 	}
-	st, jl, err := a.replay(ctx, id)
+	st, err := a.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +130,6 @@ func (a *Agent) OpenSession(ctx context.Context, id string, opts *SessionOptions
 			return nil, err
 		}
 		st.Apply(ev)
-		jl.apply(ev)
 	}
 	s, err := a.newSession(id, dir, false)
 	if err != nil {
@@ -140,7 +138,7 @@ func (a *Agent) OpenSession(ctx context.Context, id string, opts *SessionOptions
 	if ns := st.Summary.Namespace; ns != "" {
 		s.namespace = ns
 	}
-	s.head, s.state, s.jobLog = st.Summary.Head, st, *jl
+	s.head, s.state = st.Summary.Head, st
 	s.onBackground = o.OnBackground
 	return s, nil
 }
@@ -328,10 +326,9 @@ func (s *Session) publish(u Update) {
 // jobs a process that died left running.
 func (s *Session) Hazards() []session.Hazard {
 	s.mu.Lock()
-	hz := slices.Clone(s.state.Hazards())
-	open := slices.Clone(s.jobLog.open)
+	hz := s.state.Hazards()
 	s.mu.Unlock()
-	return append(hz, s.a.jobHazards(s.id, open)...)
+	return s.a.withoutLive(s.id, hz)
 }
 
 // Acknowledge records that the user reviewed the interrupted tool calls
@@ -366,7 +363,7 @@ func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 		ack.Tokens = append(ack.Tokens, tok)
 		// A background job's call already has its result: only the token
 		// closes the job.
-		if !s.isJobToken(tok) {
+		if hazards[i].Job == "" {
 			ack.CallIDs = append(ack.CallIDs, hazards[i].CallID)
 		}
 	}
@@ -374,14 +371,6 @@ func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 		return errors.New("no review token given")
 	}
 	return s.append(ctx, mustEvent(session.TypeRecoveryAcknowledged, ack))
-}
-
-// isJobToken reports whether tok is the review token of a background job
-// of the session's log.
-func (s *Session) isJobToken(tok string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.ContainsFunc(s.jobLog.open, func(o openJob) bool { return o.token == tok })
 }
 
 // Tasks returns the task list the session works with: the shared list
@@ -460,7 +449,6 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 	for i := range events {
 		events[i].Seq = head + int64(i) + 1
 		s.state.Apply(events[i])
-		s.jobLog.apply(events[i])
 	}
 	s.head = newHead
 	s.mu.Unlock()
@@ -473,12 +461,12 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 // reload replays the session's log again, after a restore rewrote it. The
 // caller holds the turn.
 func (s *Session) reload(ctx context.Context) error {
-	st, jl, err := s.a.replay(ctx, s.id)
+	st, err := s.a.load(ctx, s.id)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.head, s.state, s.jobLog = st.Summary.Head, st, *jl
+	s.head, s.state = st.Summary.Head, st
 	s.mu.Unlock()
 	return nil
 }

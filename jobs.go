@@ -145,7 +145,7 @@ func (o jobOwner) SessionID() string {
 func (o jobOwner) JobsStarted() int {
 	o.s.mu.Lock()
 	defer o.s.mu.Unlock()
-	return o.s.jobLog.started
+	return o.s.state.JobsStarted()
 }
 
 func (o jobOwner) Goal() string {
@@ -307,68 +307,9 @@ func (a *Agent) appendAt(ctx context.Context, sid string, events []session.Event
 	}
 }
 
-// jobLog folds the background jobs of a session's log: how many were
-// started, and those not recorded as ended nor acknowledged. Jobs a fork
-// copied from its parent's log are the parent's: their ends are recorded
-// there, so the fork does not count them as open.
-type jobLog struct {
-	started int
-	forkSeq int64 // the copied prefix of a fork's log
-	open    []openJob
-}
-
-type openJob struct {
-	job, callID, command, token string
-	pid                         int
-	seq                         int64
-	time                        time.Time
-}
-
-func (l *jobLog) apply(e session.Event) {
-	switch e.Type {
-	case session.TypeSessionStarted:
-		var p session.SessionStarted
-		if e.Decode(&p) == nil && p.Parent != nil {
-			l.forkSeq = p.Parent.Seq
-		}
-	case session.TypeJobStarted:
-		var p session.JobStarted
-		if e.Decode(&p) != nil {
-			return
-		}
-		l.started++
-		if e.Seq <= l.forkSeq {
-			return
-		}
-		l.open = append(l.open, openJob{job: p.Job, callID: p.CallID, command: p.Command, pid: p.PID, seq: e.Seq, time: e.Time,
-			token: session.ReviewToken(p.CallID+"/"+p.Job, e.Seq)})
-	case session.TypeJobFinished:
-		var p session.JobFinished
-		if e.Decode(&p) != nil {
-			return
-		}
-		l.open = slices.DeleteFunc(l.open, func(o openJob) bool { return o.job == p.Job })
-	case session.TypeRecoveryAcknowledged:
-		var p session.RecoveryAcknowledged
-		if e.Decode(&p) != nil {
-			return
-		}
-		l.open = slices.DeleteFunc(l.open, func(o openJob) bool { return slices.Contains(p.Tokens, o.token) })
-	}
-}
-
-// jobHazards returns the open jobs of session sid's log that this agent
-// does not run: their process died with them still running.
-func (a *Agent) jobHazards(sid string, open []openJob) []session.Hazard {
-	var out []session.Hazard
-	for _, o := range open {
-		if a.jobs.Running(sid, o.job) {
-			continue
-		}
-		// The job may still run: its process group id lets the user check
-		// (ps -g PID) and stop it (kill -- -PID).
-		out = append(out, session.Hazard{Token: o.token, CallID: o.callID, Tool: fmt.Sprintf("bash background job %s (process group %d): %s", o.job, o.pid, jobs.Short(o.command, 60)),
-			Seq: o.seq, Started: o.time})
-	}
-	return out
+// withoutLive drops the hazards of background jobs of session sid that
+// this agent runs (or whose end it has yet to record): they are running,
+// not cut off.
+func (a *Agent) withoutLive(sid string, hz []session.Hazard) []session.Hazard {
+	return slices.DeleteFunc(slices.Clone(hz), func(h session.Hazard) bool { return h.Job != "" && a.jobs.Running(sid, h.Job) })
 }

@@ -176,22 +176,14 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 
 // load replays a session's whole log.
 func (a *Agent) load(ctx context.Context, id string) (*session.State, error) {
-	st, _, err := a.replay(ctx, id)
-	return st, err
-}
-
-// replay replays a session's whole log into its state and the fold of its
-// background jobs.
-func (a *Agent) replay(ctx context.Context, id string) (*session.State, *jobLog, error) {
-	st, jl := &session.State{}, &jobLog{}
+	st := &session.State{}
 	for e, err := range a.store.Read(ctx, id, 1) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("load session %s: %w", id, err)
+			return nil, fmt.Errorf("load session %s: %w", id, err)
 		}
 		st.Apply(e)
-		jl.apply(e)
 	}
-	return st, jl, nil
+	return st, nil
 }
 
 // Hazards returns the current session's interrupted tool calls, and the
@@ -237,11 +229,11 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 	if err := a.requirePersistent(); err != nil {
 		return nil, err
 	}
-	st, jl, err := a.replay(ctx, id)
+	st, err := a.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	hz := append(slices.Clone(st.Hazards()), a.jobHazards(id, jl.open)...)
+	hz := a.withoutLive(id, st.Hazards())
 	running := a.liveHolder(ctx, id)
 	hz, live := splitLive(running, hz)
 	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage, Running: running, Live: live}

@@ -30,17 +30,6 @@ type Checkpoint struct {
 	PromptSeq int64 `json:"prompt_seq"`
 }
 
-// Hazard is a tool that was started and never finished: its outcome is
-// unknown and must be reviewed before the session goes on.
-type Hazard struct {
-	Token   string    `json:"token"` // review token to acknowledge it with
-	CallID  string    `json:"call_id"`
-	Tool    string    `json:"tool"`
-	Seq     int64     `json:"seq"` // the tool_started event
-	Started time.Time `json:"started"`
-	Paths   []string  `json:"paths,omitempty"`
-}
-
 // Texts the model reads for tool calls that have no real result.
 const (
 	// UnknownOutcome closes a call cut off by a crash, once the user has
@@ -68,7 +57,8 @@ type State struct {
 	msgSeq      []int64 // the seq of the event that began each message
 	cur         int64   // the seq of the event being applied
 	checkpoints []Checkpoint
-	hazards     []Hazard
+	hazards     []Hazard // of tools and jobs, in seq order
+	jobsStarted int
 	// unanswered are tool_use ids of the latest assistant message that have
 	// no tool_result yet, in order.
 	unanswered []string
@@ -145,7 +135,7 @@ func (s *State) Apply(e Event) {
 	case TypeToolStarted:
 		var p ToolStarted
 		ok := decodeStarted(e, &p)
-		s.Summary.apply(e, &facts{ok: ok, callID: p.CallID})
+		s.applyHazard(e, &facts{ok: ok, callID: p.CallID, tool: p.Tool, paths: p.Paths})
 		if !ok {
 			return
 		}
@@ -153,10 +143,17 @@ func (s *State) Apply(e Event) {
 			s.started = map[string]bool{}
 		}
 		s.started[p.CallID] = true
-		s.hazards = append(s.hazards, Hazard{
-			Token: ReviewToken(p.CallID, e.Seq), CallID: p.CallID, Tool: p.Tool,
-			Seq: e.Seq, Started: e.Time, Paths: p.Paths,
-		})
+	case TypeJobStarted:
+		f := facts{}
+		f.ok = e.Decode(&f.jobStart) == nil
+		s.applyHazard(e, &f)
+		if f.ok {
+			s.jobsStarted++
+		}
+	case TypeJobFinished:
+		var p JobFinished
+		ok := e.Decode(&p) == nil
+		s.applyHazard(e, &facts{ok: ok, job: p.Job})
 	case TypeFileSnapshot:
 		s.Summary.apply(e, &facts{})
 		var p FileSnapshot
@@ -173,21 +170,19 @@ func (s *State) Apply(e Event) {
 	case TypeToolFinished:
 		var p ToolFinished
 		ok := decodeFinished(e, &p, true)
-		s.Summary.apply(e, &facts{ok: ok, callID: p.CallID})
+		s.applyHazard(e, &facts{ok: ok, callID: p.CallID})
 		if !ok {
 			return
 		}
-		s.dropHazard(p.CallID)
 		s.answer(p.CallID, p.Output, p.IsError)
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
 		ok := e.Decode(&p) == nil
-		s.Summary.apply(e, &facts{ok: ok, callIDs: p.CallIDs, tokens: p.Tokens})
+		s.applyHazard(e, &facts{ok: ok, callIDs: p.CallIDs, tokens: p.Tokens})
 		if !ok {
 			return
 		}
 		for _, id := range p.CallIDs {
-			s.dropHazard(id)
 			s.answer(id, UnknownOutcome, true)
 		}
 	case TypeTurnInterrupted:
@@ -300,8 +295,14 @@ func (s *State) closeUnanswered(text string) {
 	clear(s.started)
 }
 
-func (s *State) dropHazard(callID string) {
-	s.hazards = slices.DeleteFunc(s.hazards, func(h Hazard) bool { return h.CallID == callID })
+// applyHazard folds e, whose payload gave f, into the summary and the
+// hazards: one step, seen whole here and as keys by the summary.
+func (s *State) applyHazard(e Event, f *facts) {
+	s.Summary.apply(e, f)
+	if st, ok := stepOf(e, f, s.Summary.Parent); ok {
+		same := func(h Hazard) Hazard { return h }
+		s.hazards = foldHazards(s.hazards, st, same, same)
+	}
 }
 
 // Transcript returns the messages to send to a model. Tool calls that are
@@ -327,8 +328,16 @@ func (s *State) LastUsage() Usage { return s.lastUsage }
 // (background completion prompts are not checkpoints).
 func (s *State) Checkpoints() []Checkpoint { return s.checkpoints }
 
-// Hazards returns the tools started and never finished nor acknowledged.
+// Hazards returns the recovery hazards, in seq order: tools started and
+// never finished nor acknowledged, and background jobs started (in this
+// session, not copied into a fork) and never recorded as ended nor
+// acknowledged. A job in the list may be running in a live process; only
+// that process can tell. The slice is the state's.
 func (s *State) Hazards() []Hazard { return s.hazards }
+
+// JobsStarted returns how many background jobs the log records as started,
+// those a fork copied from its parent included.
+func (s *State) JobsStarted() int { return s.jobsStarted }
 
 // Pending returns the tool calls of the latest assistant message that never
 // started, when the turn has not ended: a crash cut the turn off before (or

@@ -80,7 +80,7 @@ func oracleApply(s *State, e Event) {
 		if e.Decode(&p) != nil {
 			return
 		}
-		s.dropHazard(p.CallID)
+		s.hazards = slices.DeleteFunc(s.hazards, func(h Hazard) bool { return h.CallID == p.CallID })
 		s.answer(p.CallID, p.Output, p.IsError)
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
@@ -88,7 +88,7 @@ func oracleApply(s *State, e Event) {
 			return
 		}
 		for _, id := range p.CallIDs {
-			s.dropHazard(id)
+			s.hazards = slices.DeleteFunc(s.hazards, func(h Hazard) bool { return h.CallID == id })
 			s.answer(id, UnknownOutcome, true)
 		}
 	case TypeTurnInterrupted:
@@ -119,6 +119,9 @@ func oracleSummary(s *Summary, e Event) {
 	}
 	switch e.Type {
 	case TypeSessionStarted:
+		if e.Seq == 1 {
+			s.Fold = FoldVersion
+		}
 		var p SessionStarted
 		if e.Decode(&p) == nil {
 			if p.ID != "" {

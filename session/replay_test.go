@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -279,8 +280,22 @@ func TestSummaryCountsOpenJobs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			whole := Summarize("s1", tt.log.events)
 			st := Replay(tt.log.events)
-			if whole.Hazards() != tt.want || st.Summary.Hazards() != tt.want {
-				t.Fatalf("hazards: Summarize %d, Replay %d, want %d (%v)", whole.Hazards(), st.Summary.Hazards(), tt.want, whole.Open)
+			if whole.Hazards() != tt.want || st.Summary.Hazards() != tt.want || len(st.Hazards()) != tt.want {
+				t.Fatalf("hazards: Summarize %d, Replay %d (%d in State), want %d (%v)", whole.Hazards(), st.Summary.Hazards(), len(st.Hazards()), tt.want, whole.Open)
+			}
+			// The summary is the projection of the state's hazards.
+			var keys []string
+			for _, h := range st.Hazards() {
+				keys = append(keys, h.Key())
+				if h.Job != "j1" || h.PID != 42 || h.Token != ReviewToken("c1/j1", 2) || h.Tool != "bash background job j1 (process group 42): make" {
+					t.Errorf("job hazard %+v", h)
+				}
+			}
+			if !slices.Equal(keys, whole.Open) {
+				t.Errorf("State's hazard keys %q, Summary.Open %q", keys, whole.Open)
+			}
+			if st.JobsStarted() != 1 {
+				t.Errorf("JobsStarted = %d, want 1", st.JobsStarted())
 			}
 		})
 	}

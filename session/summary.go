@@ -1,8 +1,6 @@
 package session
 
 import (
-	"slices"
-	"strings"
 	"time"
 	"unicode"
 )
@@ -38,12 +36,26 @@ type Summary struct {
 	Status    Status    `json:"status"`
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
-	// Open lists the call ids of tools started but neither finished nor
-	// acknowledged, and background jobs ("job:ID:TOKEN") started and
-	// neither finished nor acknowledged: the recovery hazards (a job may
-	// also still be running in a live process). Len(Open) is their count.
+	// Open lists the recovery hazards (see Hazard): a tool started and
+	// neither finished nor acknowledged, by its call id, and a background
+	// job started and neither finished nor acknowledged, as "job:ID:TOKEN"
+	// (a job may also still be running in a live process). Len(Open) is
+	// their count. It is the projection of State's hazards (Hazard.Key).
 	Open []string `json:"open,omitempty"`
+	// Fold is the FoldVersion of the code that folded the summary from the
+	// log's first event; 0 for a summary of an older version, or of a log
+	// folded from its middle. A store that reads a summary whose Fold is
+	// not FoldVersion recomputes it from the log (see checkpoint.Refold).
+	Fold int `json:"fold,omitempty"`
 }
+
+// FoldVersion is the version of the fold Summary.Apply and State.Apply
+// implement. It changes whenever what they compute from a log changes, so
+// that summaries stored by older code are recomputed rather than trusted.
+//
+// Version 1: summaries stored before versions existed. Version 2: hazards
+// of tools and jobs have one definition (Hazard); Open unchanged in form.
+const FoldVersion = 2
 
 // Summarize folds a whole log into a summary for session id.
 func Summarize(id string, events []Event) Summary {
@@ -71,7 +83,7 @@ func (s *Summary) Apply(e Event) {
 	case TypeToolStarted:
 		var p ToolStarted
 		f.ok = decodeStarted(e, &p)
-		f.callID = p.CallID
+		f.callID, f.tool, f.paths = p.CallID, p.Tool, p.Paths
 	case TypeToolFinished:
 		var p ToolFinished
 		f.ok = decodeFinished(e, &p, false)
@@ -81,9 +93,7 @@ func (s *Summary) Apply(e Event) {
 		f.ok = e.Decode(&p) == nil
 		f.callIDs, f.tokens = p.CallIDs, p.Tokens
 	case TypeJobStarted:
-		var p JobStarted
-		f.ok = e.Decode(&p) == nil
-		f.callID, f.job = p.CallID, p.Job
+		f.ok = e.Decode(&f.jobStart) == nil
 	case TypeJobFinished:
 		var p JobFinished
 		f.ok = e.Decode(&p) == nil
@@ -103,18 +113,18 @@ func (s *Summary) Apply(e Event) {
 // facts are what the summary reads from an event's payload, decoded by
 // Summary.Apply or, so that replay decodes each payload once, by State.Apply.
 type facts struct {
-	ok      bool           // the payload decoded
-	start   SessionStarted // session_started
-	text    string         // user_prompt: the text (needed while there is no title); session_titled: the title
-	callID  string         // tool_started, tool_finished
-	callIDs []string       // recovery_acknowledged
-	tokens  []string       // recovery_acknowledged
-	job     string         // job_started, job_finished
-	workdir string         // workdir_changed: the new workdir
+	ok       bool           // the payload decoded
+	start    SessionStarted // session_started
+	text     string         // user_prompt: the text (needed while there is no title); session_titled: the title
+	callID   string         // tool_started, tool_finished
+	tool     string         // tool_started
+	paths    []string       // tool_started
+	jobStart JobStarted     // job_started
+	callIDs  []string       // recovery_acknowledged
+	tokens   []string       // recovery_acknowledged
+	job      string         // job_finished
+	workdir  string         // workdir_changed: the new workdir
 }
-
-// jobEntry is how Summary.Open names a background job that has not ended.
-func jobEntry(job, token string) string { return "job:" + job + ":" + token }
 
 // apply folds e, whose payload gave f, into the summary.
 func (s *Summary) apply(e Event, f *facts) {
@@ -129,6 +139,9 @@ func (s *Summary) apply(e Event, f *facts) {
 	}
 	switch e.Type {
 	case TypeSessionStarted:
+		if e.Seq == 1 {
+			s.Fold = FoldVersion // folded from the start
+		}
 		if f.ok {
 			p := &f.start
 			if p.ID != "" {
@@ -147,34 +160,6 @@ func (s *Summary) apply(e Event, f *facts) {
 		}
 	case TypeAssistantMessage:
 		s.Messages++
-	case TypeToolStarted:
-		if f.ok {
-			s.Open = append(s.Open, f.callID)
-		}
-	case TypeToolFinished:
-		if f.ok {
-			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return id == f.callID })
-		}
-	case TypeRecoveryAcknowledged:
-		if f.ok {
-			s.Open = slices.DeleteFunc(s.Open, func(id string) bool {
-				if job, ok := strings.CutPrefix(id, "job:"); ok {
-					_, token, _ := strings.Cut(job, ":")
-					return slices.Contains(f.tokens, token)
-				}
-				return slices.Contains(f.callIDs, id)
-			})
-		}
-	case TypeJobStarted:
-		// Jobs a fork copied from its parent belong to the parent.
-		if f.ok && (s.Parent == nil || e.Seq > s.Parent.Seq) {
-			s.Open = append(s.Open, jobEntry(f.job, ReviewToken(f.callID+"/"+f.job, e.Seq)))
-		}
-	case TypeJobFinished:
-		if f.ok {
-			prefix := "job:" + f.job + ":"
-			s.Open = slices.DeleteFunc(s.Open, func(id string) bool { return strings.HasPrefix(id, prefix) })
-		}
 	case TypeWorkdirChanged:
 		if f.ok {
 			s.Workdir = f.workdir
@@ -189,6 +174,9 @@ func (s *Summary) apply(e Event, f *facts) {
 		s.Status = StatusCompleted
 	case TypeTurnInterrupted:
 		s.Status = StatusInterrupted
+	}
+	if st, ok := stepOf(e, f, s.Parent); ok {
+		s.Open = foldHazards(s.Open, st, hazardOfKey, Hazard.Key)
 	}
 	if len(s.Open) == 0 {
 		s.Open = nil
