@@ -24,6 +24,7 @@ const (
 	ProblemCorrupt       = "corrupt_log"       // a log does not read back whole
 	ProblemUndecodable   = "undecodable_event" // an event's payload is not JSON
 	ProblemSummaryStale  = "summary_stale"     // the stored summary differs from a fold of the log
+	ProblemSummaryOld    = "summary_old_fold"  // the stored summary was folded by an older fold version
 	ProblemSummaryLost   = "summary_missing"   // events whose session has no summary (not listed)
 	ProblemIndexStale    = "index_stale"       // the search index differs from the logs
 	ProblemParentMissing = "fork_parent_missing"

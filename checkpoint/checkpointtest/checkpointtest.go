@@ -67,6 +67,12 @@ type Backend struct {
 	// persistent stores afterwards). The damage checks are skipped without
 	// it.
 	Damage func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, d Damage, seq int64)
+	// StoreSummary, when set, replaces the stored summary of session id
+	// with s, behind the store's back, in the store c opened at loc (still
+	// open), as an older version of lite-agent would have left it: the
+	// suite stamps s with an older fold version. The OldFoldVersion check
+	// is skipped without it.
+	StoreSummary func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, s session.Summary)
 }
 
 // subtest is one conformance check.
@@ -107,6 +113,7 @@ var subtests = []subtest{
 	{name: "CloseDuringWrites", run: testCloseDuringWrites},
 	{name: "MultiProcess", persistent: true, run: testMultiProcess},
 	{name: "Damage", run: testDamage},
+	{name: "OldFoldVersion", run: testOldFoldVersion},
 	{name: "Search", run: testSearch},
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},

@@ -9,6 +9,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"github.com/lite-agent/lite-agent/checkpoint/file"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // backend describes the file store with the given encoding to the suite.
@@ -24,6 +25,11 @@ func backend(encoding string) checkpointtest.Backend {
 		Persistent:    true,
 		MaxEventBytes: file.DefaultMaxEventBytes,
 		Damage:        damage,
+		StoreSummary: func(tb testing.TB, c checkpoint.Checkpointer, _, id string, s session.Summary) {
+			if err := file.StoreSummary(c.(*file.Store), id, s); err != nil {
+				tb.Fatal(err)
+			}
+		},
 	}
 }
 

@@ -472,7 +472,7 @@ func (n *nsIndex) verifyLocked() error {
 			e = &entry{id: id}
 			n.entries[id] = e
 		}
-		if e.has && !e.pending && n.keep(id, e.st.tok) {
+		if e.has && !e.pending && !checkpoint.Stale(&e.st.sum) && n.keep(id, e.st.tok) {
 			continue
 		}
 		n.mark(e, true)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/groupcommit"
 	"github.com/lite-agent/lite-agent/session"
 )
@@ -298,6 +299,9 @@ func (h *handle) load(ctx context.Context, size int64) error {
 func (s *Store) loadState(f *os.File, path, id string, size int64, base *logState, validate bool) (st logState, tornAt int64, err error) {
 	st.sum.ID = id
 	start := logHeaderLen
+	if base != nil && checkpoint.Stale(&base.sum) {
+		base = nil // folded by an older fold: refold from the first event
+	}
 	if base != nil && base.tok.size > 0 && size >= base.tok.size && tokenMatches(f, base.tok) {
 		if validate {
 			ok, err := validatePrefix(f, path, id, base.tok, base.head())

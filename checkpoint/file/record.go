@@ -88,6 +88,7 @@ func appendRecord(b []byte, rec indexRecord) []byte {
 	for _, o := range s.Open {
 		w.str(o)
 	}
+	w.uvarint(uint64(s.Fold)) // absent in records written before fold versions: Fold 0
 	return w.b
 }
 
@@ -187,6 +188,9 @@ func decodeRecord(p []byte) (indexRecord, error) {
 		}
 		for range n {
 			s.Open = append(s.Open, r.str())
+		}
+		if len(r.p) > 0 {
+			s.Fold = int(r.uvarint())
 		}
 	default:
 		return rec, errBadRecord

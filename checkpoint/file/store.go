@@ -372,9 +372,9 @@ func (s *Store) ensureNamespace(folder, namespace string) error {
 	return syncDir(filepath.Join(s.root, nsDir))
 }
 
-// Head returns the session's summary from its namespace index, without
+// head is Head before the refold; it returns the session's summary from its namespace index, without
 // reading the log.
-func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
+func (s *Store) head(ctx context.Context, id string) (session.Summary, error) {
 	if err := s.enter(); err != nil {
 		return session.Summary{}, err
 	}
@@ -399,10 +399,10 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	return sum, nil
 }
 
-// List returns the summaries of a namespace's sessions (of every namespace
+// list is List before the refold; it returns the summaries of a namespace's sessions (of every namespace
 // when namespace is ""), most recently updated first, from the namespace
 // indexes.
-func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
+func (s *Store) list(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}

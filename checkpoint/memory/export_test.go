@@ -11,3 +11,11 @@ func Damage(s *Store, id string, f func(events *[]session.Event, sums *[]uint32,
 	l := s.sessions[id]
 	f(&l.events, &l.sums, &l.summary.Head)
 }
+
+// StoreSummary replaces the stored summary of session id, as the
+// conformance suite's StoreSummary hook.
+func StoreSummary(s *Store, id string, sum session.Summary) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[id].summary = sum
+}

@@ -121,8 +121,8 @@ func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]sessi
 	return l.events[start:n:n], l.sums[start:n:n], l.summary.Head, nil
 }
 
-// Head implements checkpoint.Checkpointer.
-func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
+// head is Head before the refold; it reads the stored summary.
+func (s *Store) head(ctx context.Context, id string) (session.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return session.Summary{}, fmt.Errorf("head %s: %w", id, err)
 	}
@@ -138,9 +138,9 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	return copySummary(l.summary), nil
 }
 
-// List implements checkpoint.Checkpointer. It sorts pointers to the logs
+// list is List before the refold; it reads the stored summary. It sorts pointers to the logs
 // and copies only the summaries it returns.
-func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
+func (s *Store) list(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", namespace, err)
 	}

@@ -19,6 +19,9 @@ func backend() checkpointtest.Backend {
 		NewLocation: func(tb testing.TB) string { return tb.Name() },
 		Open:        func(string) (checkpoint.Checkpointer, error) { return memory.New(), nil },
 		Damage:      damage,
+		StoreSummary: func(tb testing.TB, c checkpoint.Checkpointer, _, id string, s session.Summary) {
+			memory.StoreSummary(c.(*memory.Store), id, s)
+		},
 	}
 }
 

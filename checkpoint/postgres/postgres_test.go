@@ -159,6 +159,7 @@ func backend() checkpointtest.Backend {
 		Persistent:    true,
 		MaxEventBytes: postgres.DefaultMaxEventBytes,
 		Damage:        damage,
+		StoreSummary:  storeSummary,
 	}
 }
 

@@ -174,8 +174,8 @@ func (s *Store) readPage(ctx context.Context, id string, from, to int64) (p page
 	return p
 }
 
-// Head implements checkpoint.Checkpointer: one row of the sessions table.
-func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
+// head is Head before the refold; it reads the stored summary: one row of the sessions table.
+func (s *Store) head(ctx context.Context, id string) (session.Summary, error) {
 	if err := s.enter(); err != nil {
 		return session.Summary{}, fmt.Errorf("head %s: %w", id, err)
 	}
@@ -197,10 +197,10 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	return sum, nil
 }
 
-// List implements checkpoint.Checkpointer from the sessions table and its
+// list is List before the refold; it reads the stored summary from the sessions table and its
 // indexes on (namespace, updated) and (updated); ties in updated are broken
 // by id.
-func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
+func (s *Store) list(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("list %q: %w", namespace, err)
 	}

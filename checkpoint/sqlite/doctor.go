@@ -225,6 +225,9 @@ func (s *Store) checkOne(ctx context.Context, c *conn, l *doctorLog, repair, reb
 			Detail: fmt.Sprintf("session %s has %d events but no summary row, so it is not listed", l.id, len(l.good)+len(l.bad)),
 			Fix:    "run --doctor --repair to rebuild the summary from the log", Repaired: repair})
 		changed = true
+	case !changed && l.bad == nil && l.stored != nil && checkpoint.Stale(l.stored):
+		out = append(out, checkpoint.OldFoldProblem(l.id, l.stored.Fold, repair))
+		changed = true
 	case changed || l.stored == nil || !bytes.Equal([]byte(l.storedE), entry.Encode(&fold)):
 		if !changed && l.bad == nil { // a damaged log's summary is the corrupt_log's to fix
 			out = append(out, checkpoint.Problem{Session: l.id, Kind: checkpoint.ProblemSummaryStale,

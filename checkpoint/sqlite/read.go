@@ -323,8 +323,8 @@ func newestFirst(a, b session.Summary) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
-// Head implements checkpoint.Checkpointer.
-func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
+// head is Head before the refold; it reads the stored summary.
+func (s *Store) head(ctx context.Context, id string) (session.Summary, error) {
 	if err := s.enter(); err != nil {
 		return session.Summary{}, fmt.Errorf("head %s: %w", id, err)
 	}
@@ -355,9 +355,9 @@ func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
 	return sum, nil
 }
 
-// List implements checkpoint.Checkpointer. It reads only the sessions_list
+// list is List before the refold; it reads the stored summary. It reads only the sessions_list
 // index: no log, no JSON. opts.Limit is applied by the query.
-func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
+func (s *Store) list(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("%s: %w", listWhat(namespace), err)
 	}

@@ -21,6 +21,7 @@ func backend() checkpointtest.Backend {
 		Persistent:    true,
 		MaxEventBytes: sqlite.DefaultMaxEventBytes,
 		Damage:        damage,
+		StoreSummary:  storeSummary,
 	}
 }
 

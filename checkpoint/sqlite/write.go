@@ -25,6 +25,7 @@ const (
 	opAppend op = iota
 	opTruncate
 	opDelete
+	opRefold // rewrite a summary of an older fold version (refold.go)
 )
 
 func (o op) String() string {
@@ -33,6 +34,8 @@ func (o op) String() string {
 		return "append"
 	case opTruncate:
 		return "truncate"
+	case opRefold:
+		return "refold"
 	}
 	return "delete"
 }
@@ -269,6 +272,19 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 	sum, n, found, err := s.summary(bg, c, r.id)
 	if err != nil {
 		return 0, nil, err
+	}
+	if found && checkpoint.Stale(&sum) && r.op != opDelete {
+		// An older fold's summary is never folded further: recompute it
+		// from the log first, and write it back.
+		if sum, err = s.refold(c, r.id, n, maxSeq); err != nil {
+			return 0, nil, err
+		}
+		if err := s.save(c, r.id, n, &sum); err != nil {
+			return 0, nil, err
+		}
+	}
+	if r.op == opRefold {
+		return sum.Head, nil, nil
 	}
 	switch r.op {
 	case opAppend:

@@ -21,11 +21,14 @@ import (
 //	head, messages, created, updated (unix microseconds),
 //	id, kind, namespace, workdir, model, title, status,
 //	parent flag (0 none, 1 present) [parent session, parent seq],
-//	number of open calls, then each open call id.
+//	number of open calls, then each open call id,
+//	the summary's fold version (session.FoldVersion when it was folded).
 //
-// Entries delimit themselves, so a store can concatenate a whole listing
-// into one value and decode it in one pass (DecodeAll).
-const Version = 1
+// Version 1 entries have no fold version: they decode with Fold 0, so the
+// store recomputes them from their logs. Entries delimit themselves, so a
+// store can concatenate a whole listing into one value and decode it in
+// one pass (DecodeAll).
+const Version = 2
 
 // ErrMalformed reports an entry that does not decode.
 var ErrMalformed = errors.New("malformed summary entry")
@@ -51,6 +54,7 @@ func Encode(s *session.Summary) []byte {
 	for _, id := range s.Open {
 		body = appendString(body, id)
 	}
+	body = binary.AppendVarint(body, int64(s.Fold))
 	b := make([]byte, 0, len(body)+1+binary.MaxVarintLen64)
 	b = append(b, Version)
 	b = binary.AppendUvarint(b, uint64(len(body)))
@@ -199,7 +203,8 @@ func DecodeAll(b string) ([]session.Summary, error) {
 // returns what follows.
 func Next(b string, s *session.Summary) (rest string, _ error) {
 	r := entryReader{b: b}
-	if r.byte() != Version {
+	v := r.byte()
+	if v != Version && v != 1 {
 		return "", ErrMalformed
 	}
 	n := r.uvarint()
@@ -234,6 +239,9 @@ func Next(b string, s *session.Summary) (rest string, _ error) {
 		for i := range s.Open {
 			s.Open[i] = r.string()
 		}
+	}
+	if v >= 2 {
+		s.Fold = int(r.varint())
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = ErrMalformed

@@ -36,6 +36,7 @@ func genSummary(t *rapid.T) session.Summary {
 	if len(s.Open) == 0 {
 		s.Open = nil
 	}
+	s.Fold = rapid.IntRange(0, 1<<20).Draw(t, "fold")
 	return s
 }
 
@@ -76,7 +77,7 @@ func TestEntryRejectsDamage(t *testing.T) {
 		"bad parent flag":  badParentFlag(t, full),
 		"huge string":      append([]byte{Version}, binary.AppendUvarint(nil, 1<<40)...),
 		"varint overflow":  append([]byte{Version}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
-		"open count > len": append(full[:len(full)-7:len(full)-7], 100),
+		"open count > len": append(full[:len(full)-8:len(full)-8], 100),
 	}
 	for cut := 1; cut < len(full); cut++ {
 		cases[fmt.Sprintf("cut at %d", cut)] = full[:cut]
@@ -96,8 +97,8 @@ func badParentFlag(t *testing.T, full []byte) []byte {
 		Created: time.Unix(1e9, 0), Updated: time.Unix(1e9, 5000),
 	})
 	// Both entries agree up to the parent flag, the last byte of noParent but
-	// its open count.
-	i := len(noParent) - 2
+	// its open count and its fold.
+	i := len(noParent) - 3
 	if noParent[i] != 0 || full[i] != 1 {
 		t.Fatalf("parent flag not at byte %d of %x", i, full)
 	}
@@ -160,4 +161,29 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("decoded %x to %+v, which encodes as %x", b, s, again)
 		}
 	})
+}
+
+// TestEntryVersion1 decodes an entry written before fold versions: the
+// summary comes back whole with Fold 0, so stores recompute it.
+func TestEntryVersion1(t *testing.T) {
+	want := session.Summary{ID: "s1", Namespace: "ns", Title: "hi", Head: 7, Messages: 2, Status: session.StatusCompleted,
+		Created: time.Unix(1e9, 0).UTC(), Updated: time.Unix(1e9, 5000).UTC(), Open: []string{"c1"}}
+	v2 := Encode(&want)
+	if v2[0] != Version || v2[len(v2)-1] != 0 {
+		t.Fatalf("entry %x: want version %d and a fold of 0 at the end", v2, Version)
+	}
+	body := v2[2 : len(v2)-1] // one length byte, then the body without its fold
+	v1 := append([]byte{1}, binary.AppendUvarint(nil, uint64(len(body)))...)
+	v1 = append(v1, body...)
+	got, err := Decode(string(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("version 1 entry (-want +got):\n%s", diff)
+	}
+	want.Fold = session.FoldVersion
+	if got, err := Decode(string(Encode(&want))); err != nil || got.Fold != session.FoldVersion {
+		t.Errorf("version 2 entry: fold %d, %v", got.Fold, err)
+	}
 }

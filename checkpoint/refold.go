@@ -1,0 +1,54 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// Stale reports whether a stored summary was folded by another version of
+// the fold than this code's (session.FoldVersion), so that it must not be
+// trusted: a change to the fold never leaves a listing wrong.
+func Stale(s *session.Summary) bool { return s.Fold != session.FoldVersion }
+
+// Refold recomputes, in place, each summary of sums that Stale reports,
+// from its log read through c. Stores call it on what List and Head read
+// (and write the result back where they can), so callers always get the
+// current fold. A log deleted meanwhile keeps the summary read; a log that
+// does not read back whole is an error (a *CorruptError for damage).
+func Refold(ctx context.Context, c Checkpointer, sums []session.Summary) error {
+	for i := range sums {
+		if !Stale(&sums[i]) {
+			continue
+		}
+		id := sums[i].ID
+		fold := session.Summary{ID: id}
+		var err error
+		for e, rerr := range c.Read(ctx, id, 1) {
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			fold.Apply(e)
+		}
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return fmt.Errorf("recompute the summary of %s from its log: %w", id, err)
+		}
+		sums[i] = fold
+	}
+	return nil
+}
+
+// OldFoldProblem is the doctor's report of session id's stored summary,
+// folded by fold version v: reads recompute it (Refold), a repair or the
+// session's next write stores the recomputed one.
+func OldFoldProblem(id string, v int, repaired bool) Problem {
+	return Problem{Session: id, Kind: ProblemSummaryOld, Repaired: repaired,
+		Detail: fmt.Sprintf("the stored summary was folded by fold version %d, not %d: listings recompute it from the log each time", v, session.FoldVersion),
+		Fix:    "run --doctor --repair to store the recomputed summary"}
+}
