@@ -52,3 +52,27 @@ func OldFoldProblem(id string, v int, repaired bool) Problem {
 		Detail: fmt.Sprintf("the stored summary was folded by fold version %d, not %d: listings recompute it from the log each time", v, session.FoldVersion),
 		Fix:    "run --doctor --repair to store the recomputed summary"}
 }
+
+// RefoldedHead is a store's Head over head, its read of the stored
+// summary: a summary of another fold version is recomputed by refold
+// (Refold, or a store's own that also writes the result back).
+func RefoldedHead(ctx context.Context, id string, head func(context.Context, string) (session.Summary, error), refold func(context.Context, []session.Summary) error) (session.Summary, error) {
+	sum, err := head(ctx, id)
+	if err != nil || !Stale(&sum) {
+		return sum, err
+	}
+	one := []session.Summary{sum}
+	if err := refold(ctx, one); err != nil {
+		return session.Summary{}, err
+	}
+	return one[0], nil
+}
+
+// RefoldedList is a store's List over what its read of the stored
+// summaries returned (sums, err), recomputed as RefoldedHead does.
+func RefoldedList(ctx context.Context, sums []session.Summary, err error, refold func(context.Context, []session.Summary) error) ([]session.Summary, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sums, refold(ctx, sums)
+}

@@ -9,28 +9,17 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// Head implements checkpoint.Checkpointer. A stored summary of an older
-// fold version is recomputed from the log (checkpoint.Refold).
+// Head implements checkpoint.Checkpointer. A stored summary of another
+// fold version is recomputed from the log.
 func (s *Store) Head(ctx context.Context, id string) (session.Summary, error) {
-	sum, err := s.head(ctx, id)
-	if err != nil || !checkpoint.Stale(&sum) {
-		return sum, err
-	}
-	one := []session.Summary{sum}
-	if err := s.refoldStale(ctx, one); err != nil {
-		return session.Summary{}, err
-	}
-	return one[0], nil
+	return checkpoint.RefoldedHead(ctx, id, s.head, s.refoldStale)
 }
 
-// List implements checkpoint.Checkpointer. Stored summaries of an older
-// fold version are recomputed from their logs (checkpoint.Refold).
+// List implements checkpoint.Checkpointer. Stored summaries of another
+// fold version are recomputed from their logs.
 func (s *Store) List(ctx context.Context, namespace string, opts checkpoint.ListOptions) ([]session.Summary, error) {
 	out, err := s.list(ctx, namespace, opts)
-	if err != nil {
-		return nil, err
-	}
-	return out, s.refoldStale(ctx, out)
+	return checkpoint.RefoldedList(ctx, out, err, s.refoldStale)
 }
 
 // refoldStale recomputes stale summaries and, unless the store is read-only,
