@@ -37,6 +37,10 @@ func (s *Server) table() []route {
 		{"POST", "/api/sessions/{id}/rewind", s.rewind},
 		{"POST", "/api/sessions/{id}/fork", s.fork},
 		{"POST", "/api/sessions/{id}/acknowledge", s.acknowledge},
+		{"GET", "/{$}", s.pageList},
+		{"GET", "/s/{id}", s.pageSession},
+		{"GET", "/s/{id}/timeline", s.pageTimeline},
+		{"GET", "/static/{file}", s.static},
 	}
 }
 

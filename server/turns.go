@@ -135,7 +135,6 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 				s.feeds.publish(id, dataMsg(kindTurn, turnState{State: "running", Session: id}))
 			}
 		}})
-		signal(turnStarted{err: err})
 		t.res, t.err, t.head = res, err, sess.Head()
 		st := turnState{State: "ended", Session: id, Head: t.head}
 		if res != nil {
@@ -156,6 +155,9 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 		}
 		s.mu.Unlock()
 		close(t.done)
+		// A turn that failed before its prompt was stored answers its
+		// request only now, when the session takes the next prompt.
+		signal(turnStarted{err: err})
 		s.turnsWG.Done()
 	}()
 	select {
