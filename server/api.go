@@ -220,7 +220,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errShuttingDown)
 		return
 	}
-	sess, err := s.agent.NewSession(r.Context(), nil)
+	sess, err := s.agent.NewSession(r.Context(), s.sessionOptions())
 	if err != nil {
 		s.fail(w, r, err)
 		return

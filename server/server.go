@@ -241,7 +241,9 @@ func (s *Server) Shutdown(ctx context.Context) []TurnEnd {
 	s.sessions = map[string]*liveSession{}
 	s.mu.Unlock()
 	for _, l := range open {
-		l.s.Close()
+		if l.s != nil {
+			l.s.Close()
+		}
 	}
 	return ends
 }

@@ -82,7 +82,7 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 	l := s.sessions[id]
 	if l != nil && l.turn != nil {
 		s.mu.Unlock()
-		return nil, 0, &BusyError{Session: id, Head: l.s.Head(), Here: true}
+		return nil, 0, &BusyError{Session: id, Head: l.head(), Here: true}
 	}
 	if l == nil {
 		l = &liveSession{s: fresh}
@@ -103,24 +103,24 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 		s.mu.Unlock()
 		s.turnsWG.Done()
 	}
+	sess := fresh
 	if fresh == nil {
-		sess, err := s.current(ctx, id, l.s, takeOver)
+		s.mu.Lock()
+		have := l.s
+		s.mu.Unlock()
+		var err error
+		sess, err = s.current(ctx, id, have, takeOver)
+		if have != nil && have != sess {
+			have.Close() // behind the log: another process wrote it
+		}
+		s.mu.Lock()
+		l.s = sess // nil on error
+		s.mu.Unlock()
 		if err != nil {
-			if l.s != nil && l.s != sess {
-				l.s.Close()
-				l.s = nil
-			}
 			release()
 			return nil, 0, err
 		}
-		if l.s != nil && l.s != sess {
-			l.s.Close()
-		}
-		s.mu.Lock()
-		l.s = sess
-		s.mu.Unlock()
 	}
-	sess := l.s
 	tctx, cancel := context.WithCancel(s.turnCtx)
 	t.cancel = cancel
 	started := make(chan turnStarted, 1)
@@ -192,7 +192,7 @@ func (s *Server) current(ctx context.Context, id string, have *liteagent.Session
 	if have != nil && have.Head() == sum.Head {
 		return have, nil
 	}
-	sess, err := s.agent.OpenSession(ctx, id, nil)
+	sess, err := s.agent.OpenSession(ctx, id, s.sessionOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +203,21 @@ func (s *Server) current(ctx context.Context, id string, have *liteagent.Session
 		return nil, &checkpoint.ConflictError{Session: id, Expected: sum.Head, Actual: h}
 	}
 	return sess, nil
+}
+
+// sessionOptions route the updates of the work a session does by itself
+// (background completion turns, job ends) to its stream.
+func (s *Server) sessionOptions() *liteagent.SessionOptions {
+	return &liteagent.SessionOptions{OnBackground: func(u liteagent.Update) { s.publishUpdate(u.Session, u) }}
+}
+
+// head is the session's head as this server knows it; 0 when it has not
+// opened it yet. The caller holds s.mu.
+func (l *liveSession) head() int64 {
+	if l.s == nil {
+		return 0
+	}
+	return l.s.Head()
 }
 
 // turnState is the data of a turn message.
@@ -248,7 +263,7 @@ func (s *Server) idle(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.sessions[id]; l != nil && l.turn != nil {
-		return &BusyError{Session: id, Head: l.s.Head(), Here: true}
+		return &BusyError{Session: id, Head: l.head(), Here: true}
 	}
 	return nil
 }

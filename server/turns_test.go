@@ -327,3 +327,55 @@ func TestShutdownFinishesOrInterrupts(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentPromptsOneTurn: prompts sent at once to one session of
+// one server, among info reads and pending lists, start one turn; every
+// other prompt is a 409 and the log holds one new prompt.
+func TestConcurrentPromptsOneTurn(t *testing.T) {
+	m := startModel(t, fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "the one turn", DelayMS: 300})
+	w := startWorker(t, workerOptions{model: m})
+	c := w.newSession("start")
+	var wg sync.WaitGroup
+	statuses := make(chan int, 16)
+	start := make(chan struct{})
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			switch i % 4 {
+			case 0:
+				w.must(200, "GET", "/api/sessions/"+c.Session, nil)
+			case 1:
+				w.must(200, "GET", "/api/sessions/"+c.Session+"/pending", nil)
+			default:
+				statuses <- w.call("POST", "/api/sessions/"+c.Session+"/prompts", map[string]any{"prompt": "race"}).status
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	got := map[int]int{}
+	for st := range statuses {
+		got[st]++
+	}
+	if got[202] != 1 || got[409] != 7 {
+		t.Fatalf("statuses %v: want one 202 and seven 409", got)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var info struct{ Status string }
+		w.must(200, "GET", "/api/sessions/"+c.Session, nil).decode(t, &info)
+		if info.Status != "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the raced turn never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if types := logTypes(t, w.store, c.Session); count(types, string(session.TypeUserPrompt)) != 2 {
+		t.Fatalf("log %v: want the first prompt and one raced prompt", types)
+	}
+}
