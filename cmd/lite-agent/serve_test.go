@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -340,5 +341,61 @@ func pgExec(t testing.TB, loc, sql string) {
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestServeKilledMidToolLeavesHazard: a serve process SIGKILLed while a
+// shell command runs leaves a hazard; a new serve process on the same
+// database shows it, refuses prompts with 409 until it is acknowledged,
+// and then goes on without re-running the command.
+func TestServeKilledMidToolLeavesHazard(t *testing.T) {
+	m := startModel(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("b1", "bash", map[string]any{"command": "echo $$ > tool.pid; touch started; sleep 60"})}},
+		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"b1"}, BodyContains: []string{"outcome of this tool call is unknown"}}, Text: "carried on"},
+	)
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	s := startServe(t, m, work, db, "--allow", "bash", "--sandbox", "off")
+	status, body := s.call(t, "POST", "/api/sessions", map[string]any{"prompt": "run the slow thing"})
+	if status != 202 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	var c struct{ Session string }
+	json.Unmarshal(body, &c)
+	waitFor(t, "the tool to start", func() bool { _, err := os.Stat(filepath.Join(work, "started")); return err == nil })
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+	if b, err := os.ReadFile(filepath.Join(work, "tool.pid")); err == nil {
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+			t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+		}
+	}
+
+	s2 := startServe(t, m, work, db)
+	status, body = s2.call(t, "GET", "/api/sessions/"+c.Session, nil)
+	var info struct {
+		Hazards []struct {
+			Token  string
+			CallID string `json:"call_id"`
+		}
+	}
+	json.Unmarshal(body, &info)
+	if status != 200 || len(info.Hazards) != 1 || info.Hazards[0].CallID != "b1" {
+		t.Fatalf("info after the kill: %d %s", status, body)
+	}
+	status, body = s2.call(t, "POST", "/api/sessions/"+c.Session+"/prompts", map[string]any{"prompt": "carry on"})
+	if status != 409 || !strings.Contains(string(body), `"hazards"`) {
+		t.Fatalf("prompt with a hazard: %d %s", status, body)
+	}
+	if status, body := s2.call(t, "POST", "/api/sessions/"+c.Session+"/acknowledge", map[string]any{"tokens": []string{info.Hazards[0].Token}}); status != 200 {
+		t.Fatalf("acknowledge: %d %s", status, body)
+	}
+	status, body = s2.call(t, "POST", "/api/sessions/"+c.Session+"/prompts", map[string]any{"prompt": "carry on", "wait": true})
+	if status != 200 || !strings.Contains(string(body), "carried on") {
+		t.Fatalf("prompt after acknowledging: %d %s", status, body)
+	}
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
