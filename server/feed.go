@@ -134,6 +134,7 @@ func (f *feed) publish(m msg) {
 func (fs *feeds) poll(ctx context.Context, f *feed) {
 	t := time.NewTicker(fs.s.opts.PollInterval)
 	defer t.Stop()
+	gone := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -142,9 +143,13 @@ func (fs *feeds) poll(ctx context.Context, f *feed) {
 		}
 		sum, err := fs.s.store.Head(ctx, f.id)
 		if errors.Is(err, checkpoint.ErrNotFound) {
-			f.publish(resetMsg(0))
+			if !gone { // said once, not at every tick
+				f.publish(resetMsg(0))
+			}
+			gone = true
 			continue
 		}
+		gone = false
 		if err != nil {
 			continue // the next tick tries again
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -378,4 +379,36 @@ func TestConcurrentPromptsOneTurn(t *testing.T) {
 	if types := logTypes(t, w.store, c.Session); count(types, string(session.TypeUserPrompt)) != 2 {
 		t.Fatalf("log %v: want the first prompt and one raced prompt", types)
 	}
+}
+
+// TestStreamFollowsAnotherWorker: a stream on one worker delivers the
+// turns another worker on the same store runs, once each and in order,
+// and says reset when that worker rewinds or deletes the session.
+func TestStreamFollowsAnotherWorker(t *testing.T) {
+	m := startModel(t, fakemodel.Reply{Text: "one"}, fakemodel.Reply{Text: "two"})
+	db, work := filepath.Join(t.TempDir(), "s.db"), t.TempDir()
+	fast := &server.Options{PollInterval: 20 * time.Millisecond}
+	a := startWorker(t, workerOptions{model: m, store: openSQLite(t, db), work: work, server: fast})
+	b := startWorker(t, workerOptions{model: m, store: openSQLite(t, db), work: work, server: fast})
+	c := a.newSession("first")
+	st := b.follow("/api/sessions/" + c.Session + "/stream")
+	a.must(200, "POST", "/api/sessions/"+c.Session+"/prompts", map[string]any{"prompt": "second", "wait": true})
+	st.waitFor("the second turn", func(sse) bool {
+		n := 0
+		for _, m := range st.snapshot() {
+			if m.event == "event" && eventType(m) == "turn_completed" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	contiguous(t, st.events(), 1)
+	var cps struct{ Checkpoints []struct{ Seq int64 } }
+	a.must(200, "GET", "/api/sessions/"+c.Session+"/checkpoints", nil).decode(t, &cps)
+	a.must(200, "POST", "/api/sessions/"+c.Session+"/rewind", map[string]any{"seq": cps.Checkpoints[1].Seq})
+	st.waitFor("the reset after the rewind", func(m sse) bool {
+		return m.event == "reset" && m.data == `{"head":`+strconv.FormatInt(cps.Checkpoints[1].Seq, 10)+`}`
+	})
+	a.must(200, "DELETE", "/api/sessions/"+c.Session, nil)
+	st.waitFor("the reset after the delete", func(m sse) bool { return m.event == "reset" && m.data == `{"head":0}` })
 }
