@@ -99,7 +99,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
-	info, err := s.agent.SessionInfo(r.Context(), r.PathValue("id"))
+	info, err := s.info(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -208,49 +208,77 @@ type stream struct {
 	status int
 }
 
-// follow opens session id's stream with extra headers (e.g.
-// Last-Event-ID) and reads it until the test ends.
+// follow opens a session's stream with extra headers (e.g.
+// Last-Event-ID) and reads it until the test ends; like a browser's
+// EventSource, it reconnects with Last-Event-ID when the server drops it.
 func (w *worker) follow(path string, header ...string) *stream {
 	w.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", w.http.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+w.srv.Token())
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+	s := &stream{t: w.t, cancel: cancel, done: make(chan struct{})}
+	connect := func(lastID string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", w.http.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+w.srv.Token())
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		return http.DefaultClient.Do(req)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := connect("")
 	if err != nil {
 		cancel()
 		w.t.Fatal(err)
 	}
-	s := &stream{t: w.t, cancel: cancel, done: make(chan struct{}), status: resp.StatusCode}
+	s.status = resp.StatusCode
 	w.t.Cleanup(func() { cancel(); <-s.done })
 	go func() {
 		defer close(s.done)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 8<<20)
-		var cur sse
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if cur.event != "" {
-					s.mu.Lock()
-					s.msgs = append(s.msgs, cur)
-					s.mu.Unlock()
+		lastID := ""
+		for {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 8<<20)
+			var cur sse
+			for sc.Scan() {
+				line := sc.Text()
+				switch {
+				case line == "":
+					if cur.event != "" {
+						s.mu.Lock()
+						s.msgs = append(s.msgs, cur)
+						s.mu.Unlock()
+					}
+					if cur.id != "" {
+						lastID = cur.id
+					}
+					cur = sse{}
+				case strings.HasPrefix(line, "id: "):
+					cur.id = line[4:]
+				case strings.HasPrefix(line, "event: "):
+					cur.event = line[7:]
+				case strings.HasPrefix(line, "data: "):
+					cur.data = line[6:]
 				}
-				cur = sse{}
-			case strings.HasPrefix(line, "id: "):
-				cur.id = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				cur.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				cur.data = line[6:]
+			}
+			resp.Body.Close()
+			if ctx.Err() != nil || s.status != http.StatusOK || s.ended() {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			if resp, err = connect(lastID); err != nil {
+				return
 			}
 		}
 	}()
 	return s
+}
+
+// ended reports whether the server said it is shutting down.
+func (s *stream) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.msgs) > 0 && s.msgs[len(s.msgs)-1].event == "shutdown"
 }
 
 func (s *stream) snapshot() []sse {

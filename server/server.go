@@ -86,6 +86,7 @@ type Server struct {
 	closeOnce  sync.Once
 	turnsWG    sync.WaitGroup
 	feeds      feeds
+	infos      infoCache
 	mu         sync.Mutex
 	sessions   map[string]*liveSession
 	isShutdown bool

@@ -412,3 +412,52 @@ func TestStreamFollowsAnotherWorker(t *testing.T) {
 	a.must(200, "DELETE", "/api/sessions/"+c.Session, nil)
 	st.waitFor("the reset after the delete", func(m sse) bool { return m.event == "reset" && m.data == `{"head":0}` })
 }
+
+// TestInfoFollowsTheLog: session info, answered from a cache while the
+// log stands still, changes with every append (of this worker or another
+// on the same store), with a rewind, and with the lease of a running
+// turn.
+func TestInfoFollowsTheLog(t *testing.T) {
+	m := startModel(t, fakemodel.Reply{Text: "one"}, fakemodel.Reply{Text: "two", DelayMS: 500}, fakemodel.Reply{Text: "three"})
+	db, work := filepath.Join(t.TempDir(), "s.db"), t.TempDir()
+	a := startWorker(t, workerOptions{model: m, store: openSQLite(t, db), work: work})
+	b := startWorker(t, workerOptions{model: m, store: openSQLite(t, db), work: work})
+	c := a.newSession("first")
+	type infoJSON struct {
+		Head    int64
+		Status  string
+		Running *struct{ PID int }
+	}
+	info := func() infoJSON {
+		var in infoJSON
+		a.must(200, "GET", "/api/sessions/"+c.Session, nil).decode(t, &in)
+		return in
+	}
+	first := info()
+	if again := info(); again != first || first.Status != "completed" || first.Running != nil {
+		t.Fatalf("info twice: %+v %+v", first, again)
+	}
+	// Worker B runs a turn: A's info shows it running, then done.
+	b.must(202, "POST", "/api/sessions/"+c.Session+"/prompts", map[string]any{"prompt": "second"})
+	running := info()
+	if running.Status != "running" || running.Running == nil || running.Head <= first.Head {
+		t.Fatalf("info while B's turn runs: %+v (before %+v)", running, first)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for info().Status == "running" {
+		if time.Now().After(deadline) {
+			t.Fatal("B's turn never ended in A's info")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := info()
+	if done.Status != "completed" || done.Running != nil || done.Head <= running.Head {
+		t.Fatalf("info after B's turn: %+v", done)
+	}
+	var cps struct{ Checkpoints []struct{ Seq int64 } }
+	a.must(200, "GET", "/api/sessions/"+c.Session+"/checkpoints", nil).decode(t, &cps)
+	a.must(200, "POST", "/api/sessions/"+c.Session+"/rewind", map[string]any{"seq": cps.Checkpoints[1].Seq})
+	if back := info(); back.Head != cps.Checkpoints[1].Seq {
+		t.Fatalf("info after the rewind: %+v, want head %d", back, cps.Checkpoints[1].Seq)
+	}
+}
