@@ -207,7 +207,7 @@ func TestHostOriginAndCORS(t *testing.T) {
 	if r := w.call("POST", "/api/sessions", `{"prompt":"x"}`, "Origin", "http://evil.example"); r.status != 403 || !strings.Contains(string(r.body), "origin") {
 		t.Fatalf("foreign Origin: %d %s", r.status, r.body)
 	}
-	if r := w.call("GET", "/api/sessions", nil, "Sec-Fetch-Site", "cross-site"); r.status != 403 {
+	if r := w.call("POST", "/api/sessions", `{"prompt":"x"}`, "Sec-Fetch-Site", "cross-site"); r.status != 403 {
 		t.Fatalf("cross-site fetch: %d %s", r.status, r.body)
 	}
 	r := w.call("GET", "/api/sessions", nil, "Origin", "http://"+host)

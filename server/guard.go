@@ -30,9 +30,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "bad_origin", "requests from origin "+quote(origin)+" are refused: the viewer and API take requests from their own origin only (configure CORS origins to allow another)", nil)
 			return
 		}
-		if origin == "" && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-			writeError(w, http.StatusForbidden, "bad_origin", "cross-site requests are refused", nil)
-			return
+		if !cors {
+			// The standard library's check of Sec-Fetch-Site, for
+			// state-changing requests that carry no Origin.
+			if err := s.crossOrigin.Check(r); err != nil {
+				writeError(w, http.StatusForbidden, "bad_origin", "cross-site requests are refused: "+err.Error(), nil)
+				return
+			}
 		}
 		if cors {
 			h := w.Header()

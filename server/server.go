@@ -77,6 +77,9 @@ type Server struct {
 	log       *slog.Logger
 	handler   http.Handler
 	routes    []route
+	// crossOrigin refuses cross-site state-changing requests by their
+	// Sec-Fetch-Site header (net/http's CSRF protection).
+	crossOrigin *http.CrossOriginProtection
 
 	// turnCtx is the parent of every turn's context; cancelling it
 	// interrupts them (the hard end of a shutdown).
@@ -144,6 +147,7 @@ func New(agent *liteagent.Agent, opts *Options) (*Server, error) {
 	}
 	s := &Server{agent: agent, store: o.Store, approvals: o.Approvals, opts: o, log: log,
 		closing: make(chan struct{}), sessions: map[string]*liveSession{}}
+	s.crossOrigin = http.NewCrossOriginProtection()
 	s.turnCtx, s.stopTurns = context.WithCancel(context.Background())
 	s.feeds = feeds{s: s, m: map[string]*feed{}}
 	if s.approvals != nil {
