@@ -392,3 +392,18 @@ func (w *worker) newSession(prompt string) created {
 }
 
 func fmtJSON(v any) string { b, _ := json.Marshal(v); return fmt.Sprint(string(b)) }
+
+// approvedTurn creates a session with prompt, answers its first approval
+// (call) with decision, and waits for the turn's end; the stream it
+// followed is returned.
+func (w *worker) approvedTurn(prompt, call, decision string) (created, *stream) {
+	w.t.Helper()
+	var c created
+	w.must(202, "POST", "/api/sessions", map[string]any{"prompt": prompt}).decode(w.t, &c)
+	st := w.follow("/api/sessions/" + c.Session + "/stream")
+	st.waitFor("the approval", func(m sse) bool { return m.event == "approval" })
+	w.must(200, "POST", "/api/sessions/"+c.Session+"/approvals/"+call, map[string]any{"decision": decision})
+	st.waitEvent("turn_completed")
+	st.waitFor("the turn's end", func(m sse) bool { return m.event == "turn" && strings.Contains(m.data, `"ended"`) })
+	return c, st
+}

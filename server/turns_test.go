@@ -29,13 +29,7 @@ func TestRewindPreviewForkDelete(t *testing.T) {
 		fakemodel.Reply{Text: "done"},
 	)
 	w := startWorker(t, workerOptions{model: m})
-	var c created
-	w.must(202, "POST", "/api/sessions", map[string]any{"prompt": "write a"}).decode(t, &c)
-	st := w.follow("/api/sessions/" + c.Session + "/stream")
-	st.waitFor("the approval", func(m sse) bool { return m.event == "approval" })
-	w.must(200, "POST", "/api/sessions/"+c.Session+"/approvals/w1", map[string]any{"decision": "session"})
-	st.waitEvent("turn_completed")
-	st.waitFor("the turn's end", func(m sse) bool { return m.event == "turn" && strings.Contains(m.data, `"ended"`) })
+	c, st := w.approvedTurn("write a", "w1", "session")
 	var cps struct{ Checkpoints []struct{ Seq int64 } }
 	w.must(200, "GET", "/api/sessions/"+c.Session+"/checkpoints", nil).decode(t, &cps)
 	cp := cps.Checkpoints[0].Seq

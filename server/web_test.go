@@ -17,12 +17,7 @@ func TestViewerPages(t *testing.T) {
 		fakemodel.Reply{Text: "Wrote **notes.md**. <script>alert('x')</script> [link](javascript:alert(1))"},
 	)
 	w := startWorker(t, workerOptions{model: m})
-	var c created
-	w.must(202, "POST", "/api/sessions", map[string]any{"prompt": "take notes <b>now</b>"}).decode(t, &c)
-	st := w.follow("/api/sessions/" + c.Session + "/stream")
-	st.waitFor("the approval", func(m sse) bool { return m.event == "approval" })
-	w.must(200, "POST", "/api/sessions/"+c.Session+"/approvals/w1", map[string]any{"decision": "once"})
-	st.waitEvent("turn_completed")
+	c, _ := w.approvedTurn("take notes <b>now</b>", "w1", "once")
 
 	list := w.must(200, "GET", "/", nil)
 	if !strings.Contains(string(list.body), `href="/s/`+c.Session+`"`) || !strings.Contains(list.header.Get("Content-Security-Policy"), "script-src 'self'") {
