@@ -355,6 +355,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 
 // Main runs the command line and returns the exit status.
 func Main(ctx context.Context, args []string, std IO) int {
+	if len(args) > 0 && args[0] == "serve" {
+		return serveMain(ctx, args[1:], std)
+	}
 	c, err := parse(args, std.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		printHelp(std.Stdout)
@@ -451,6 +454,7 @@ Usage:
   lite-agent [flags]            interactive: the full-screen client on a terminal (lite-agent-tui),
                                 else the line mode; /help lists the commands
   lite-agent --demo             offline demo against the bundled fake model server
+  lite-agent serve [flags]      the HTTP API and web viewer (lite-agent serve --help)
 
 Without --session-db nothing is persisted: every run is a fresh session.
 At most one session operation per run, and each requires --session-db.
