@@ -57,7 +57,7 @@ type Session struct {
 	specs     []provider.ToolSpec
 	baseTools []tool.Tool // the tools that are not MCP servers'
 
-	turn     chan struct{} // one turn at a time
+	turn     chan struct{}   // one turn at a time
 	held     []session.Event // events the next durable append carries (see hold); only the turn's goroutine uses it
 	closing  context.Context
 	stop     context.CancelFunc
