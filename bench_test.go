@@ -105,15 +105,17 @@ func repeat(r []fakemodel.Reply, n int) []fakemodel.Reply {
 // hundredTurns writes a 100-turn session: each turn a prompt, a tool call
 // with its receipt, and an answer.
 func hundredTurns(b *testing.B, store checkpoint.Checkpointer, ns string) string {
+	return turns(b, store, ns, 100)
+}
+
+// turns stores a session of n tool-using turns in one append and returns
+// its id. Each turn is about 600 bytes of events, like a short real one.
+func turns(b *testing.B, store checkpoint.Checkpointer, ns string, n int) string {
 	id := liteagent.NewSessionID()
-	ctx := context.Background()
-	head, err := store.Append(ctx, id, 0, []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns})})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range 100 {
+	events := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns})}
+	for i := range n {
 		cid := fmt.Sprintf("c%d", i)
-		events := []session.Event{
+		events = append(events,
 			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}),
 			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{
 				{Type: "text", Text: "Let me edit it."},
@@ -123,12 +125,57 @@ func hundredTurns(b *testing.B, store checkpoint.Checkpointer, ns string) string
 			session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: cid, Tool: "edit", Output: "edited f.go", Files: map[string]string{"f.go": "abc"}}),
 			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: "Done: I changed a to b in f.go, as asked. Anything else?"}}}),
 			session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"}),
-		}
-		if head, err = store.Append(ctx, id, head, events); err != nil {
-			b.Fatal(err)
-		}
+		)
+	}
+	if _, err := store.Append(context.Background(), id, 0, events); err != nil {
+		b.Fatal(err)
 	}
 	return id
+}
+
+// BenchmarkResumeLong: Resume of a stored session plus one more turn (one
+// streamed model call answering with text), from a SQLite file, for a
+// session of 1, 200 and 500 turns; each iteration resumes a fresh copy,
+// stored outside the timer. Issue 20's target: 200 and 500 turns at most
+// 1.2x the 1-turn figure.
+func BenchmarkResumeLong(b *testing.B) {
+	for _, n := range []int{1, 200, 500} {
+		b.Run(fmt.Sprintf("turns=%d", n), func(b *testing.B) {
+			store, err := sqlite.Open(filepath.Join(b.TempDir(), "s.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			srv, err := fakemodel.Start(&fakemodel.Script{Replies: repeat([]fakemodel.Reply{{Text: "done"}}, b.N)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			p, err := newProvider["anthropic"](srv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, err := liteagent.New(&liteagent.Options{Provider: p, Model: "m", Workdir: b.TempDir(), Checkpointer: store})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				id := turns(b, store, a.Namespace(), n)
+				b.StartTimer()
+				if err := a.Resume(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := a.Send(ctx, "one more"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkResume100Turns measures Resume of a 100-turn session from a

@@ -57,7 +57,8 @@ type Session struct {
 	specs     []provider.ToolSpec
 	baseTools []tool.Tool // the tools that are not MCP servers'
 
-	turn     chan struct{} // one turn at a time
+	turn     chan struct{}   // one turn at a time
+	held     []session.Event // events the next durable append carries (see hold); only the turn's goroutine uses it
 	closing  context.Context
 	stop     context.CancelFunc
 	inflight sync.WaitGroup
@@ -425,9 +426,15 @@ func (s *Session) live() bool {
 	return !s.closed && !s.detached
 }
 
-// appendLocked writes events at the session's head and folds them into its
-// state. Only the goroutine holding the turn calls it.
+// append writes the held events (see hold) and events at the session's
+// head, in one durable append, and folds them into its state. Only the
+// goroutine holding the turn calls it.
 func (s *Session) append(ctx context.Context, events ...session.Event) error {
+	held := s.held
+	if len(held) > 0 {
+		events = append(held[:len(held):len(held)], events...)
+		s.held = nil
+	}
 	s.mu.Lock()
 	id, head := s.id, s.head
 	s.mu.Unlock()
@@ -440,6 +447,7 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 	}
 	newHead, err := s.a.store.Append(ctx, id, head, events)
 	if err != nil {
+		s.held = held // still to be written: turn_interrupted carries them
 		if head == 0 {
 			return fmt.Errorf("create session: %w", err)
 		}

@@ -21,9 +21,11 @@ import (
 // a tool cut off after its intent a hazard), and no file change without
 // its snapshot in the log.
 //
-// The turn's appends, in order: 1 session_started+project_context+user_prompt,
-// 2 assistant_message, 3 tool_started+file_snapshot (the intent),
-// 4 tool_finished (the receipt), 5 assistant_message, 6 turn_completed.
+// The turn's appends, in order (see held.go): 1 session_started+
+// project_context+user_prompt, 2 assistant_message+tool_started+
+// file_snapshot (the intent), 3 tool_finished (the receipt),
+// 4 assistant_message+turn_completed. When the intent's append fails, the
+// model's answer is written with turn_interrupted.
 func TestAppendFaultsMidTurn(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -34,13 +36,13 @@ func TestAppendFaultsMidTurn(t *testing.T) {
 		log       string // the event types left
 		hazardous bool
 	}{
-		{name: "intent fails", inject: func(s *faulty.Store) { s.Fail(3) }, want: faulty.ErrInjected,
+		{name: "intent fails", inject: func(s *faulty.Store) { s.Fail(2) }, want: faulty.ErrInjected,
 			log: "session_started project_context user_prompt assistant_message turn_interrupted"},
-		{name: "intent conflicts", inject: func(s *faulty.Store) { s.Conflict(3) }, conflict: true,
+		{name: "intent conflicts", inject: func(s *faulty.Store) { s.Conflict(2) }, conflict: true,
 			log: "session_started project_context user_prompt assistant_message turn_interrupted"},
-		{name: "receipt fails", inject: func(s *faulty.Store) { s.Fail(4) }, want: faulty.ErrInjected, written: true, hazardous: true,
+		{name: "receipt fails", inject: func(s *faulty.Store) { s.Fail(3) }, want: faulty.ErrInjected, written: true, hazardous: true,
 			log: "session_started project_context user_prompt assistant_message tool_started file_snapshot turn_interrupted"},
-		{name: "receipt conflicts", inject: func(s *faulty.Store) { s.Conflict(4) }, conflict: true, written: true, hazardous: true,
+		{name: "receipt conflicts", inject: func(s *faulty.Store) { s.Conflict(3) }, conflict: true, written: true, hazardous: true,
 			log: "session_started project_context user_prompt assistant_message tool_started file_snapshot turn_interrupted"},
 	}
 	for _, tc := range cases {

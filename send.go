@@ -99,9 +99,7 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 		res.StopReason = resp.StopReason
 		res.Text = textOf(resp.Blocks)
 		msg := session.AssistantMessage{Blocks: resp.Blocks, StopReason: resp.StopReason, Usage: resp.Usage, Model: resp.Model}
-		if err := s.append(ctx, mustEvent(session.TypeAssistantMessage, msg)); err != nil {
-			return res, s.interrupt(ctx, res, err)
-		}
+		s.hold(mustEvent(session.TypeAssistantMessage, msg))
 		calls := toolCalls(resp.Blocks)
 		if len(calls) == 0 {
 			break
@@ -346,6 +344,11 @@ func (s *Session) approve(ctx context.Context, c call, t tool.Tool, paths []stri
 	req := ApprovalRequest{Session: s.id, CallID: c.id, Tool: c.name, Kind: spec.Kind, Input: c.input, Paths: paths, Background: background, Server: spec.Server, ReadOnly: spec.ReadOnly}
 	if p, ok := t.(tool.Previewer); ok {
 		req.Diff = p.Preview(s.root, c.input)
+	}
+	// What the model said is durable before anyone is asked: a person may
+	// take minutes to answer.
+	if err := s.flush(ctx); err != nil {
+		return "", "", err
 	}
 	s.publish(Update{Session: s.id, Approval: &req})
 	d, err := s.a.opts.Approve(ctx, req)

@@ -86,7 +86,8 @@ func (s *Session) recordTitle(ctx context.Context, j *titleJob) error {
 	if j.title == "" {
 		return nil
 	}
-	return s.append(ctx, mustEvent(session.TypeSessionTitled, session.SessionTitled{Title: j.title, By: session.TitleByModel}))
+	s.hold(mustEvent(session.TypeSessionTitled, session.SessionTitled{Title: j.title, By: session.TitleByModel}))
+	return nil
 }
 
 // RenameSession gives session id the title title (recorded as a

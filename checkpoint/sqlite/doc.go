@@ -21,9 +21,13 @@
 // a *checkpoint.ConflictError or ErrNotFound, never with two histories
 // joined.
 //
-// Close checkpoints the WAL into the database file (PRAGMA
-// wal_checkpoint(TRUNCATE)); when the last connection to the file closes,
-// SQLite removes the -wal and -shm files, so a database at rest is one file.
+// When the last connection to the file closes, SQLite checkpoints the WAL
+// into the database file, so a database at rest is whole in its main file;
+// the -wal file (cut to zero bytes) and the -shm file stay beside it
+// (SQLITE_FCNTL_PERSIST_WAL), so the next process reuses them instead of
+// creating and deleting both, with a directory fsync each time. Close
+// checkpoints explicitly only a WAL over 4 MiB (a long run beside other
+// processes).
 //
 // # Files
 //

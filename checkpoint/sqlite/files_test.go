@@ -159,7 +159,8 @@ func TestFileModes(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	// At rest the database is one file: the WAL was checkpointed into it.
+	// At rest the WAL was checkpointed into the database file; the -wal
+	// file stays, empty, with the -shm file, for the next process to reuse.
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +169,11 @@ func TestFileModes(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"sessions.db"}) {
-		t.Fatalf("after close the directory holds %v, want only sessions.db", names)
+	if !slices.Equal(names, []string{"sessions.db", "sessions.db-shm", "sessions.db-wal"}) {
+		t.Fatalf("after close the directory holds %v, want sessions.db and its kept -wal and -shm files", names)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+		t.Fatalf("after close the -wal file is %v (%v), want it empty: every event in the database file", fi, err)
 	}
 	// Everything is in the database file itself.
 	s = mustOpen(t, path, &sqlite.Options{ReadOnly: true})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,20 @@ const (
 	// process holds before it fails.
 	DefaultBusyTimeout = time.Minute
 )
+
+// closeCheckpointBytes is the WAL size above which Close checkpoints it
+// explicitly (see Close).
+const closeCheckpointBytes = 4 << 20
+
+// walBytes is the size of the WAL file beside the database at path, 0 when
+// there is none.
+func walBytes(path string) int64 {
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
 
 // closeCheckpointWait bounds how long Close waits to checkpoint the whole
 // WAL while other processes use the database: meanwhile their writes wait.
@@ -67,9 +82,12 @@ type Store struct {
 	maxEventBytes int
 	busyTimeout   time.Duration
 
-	drv   msqlite.Driver
-	pool  *pool
-	group *groupcommit.Group[request]
+	drv msqlite.Driver
+	// walKept is set once setUp has made the first connection keep the
+	// WAL file (keepWAL); the pool's later connections do the same.
+	walKept bool
+	pool    *pool
+	group   *groupcommit.Group[request]
 	// empty is set for a read-only store over a database without schema
 	// (an empty file): it holds no sessions.
 	empty bool
@@ -241,9 +259,10 @@ func (s *Store) enter() error {
 	return nil
 }
 
-// Close waits for calls in progress, checkpoints the WAL into the database
-// file and closes the database; the last connection to close removes the
-// -wal and -shm files. It is safe to call more than once; later calls
+// Close waits for calls in progress, checkpoints a WAL larger than 4 MiB
+// into the database file and closes the database; the last connection to
+// close checkpoints the rest and truncates the -wal file to zero bytes
+// (both it and the -shm file stay, for the next process to reuse). It is safe to call more than once; later calls
 // return nil. After Close every method returns checkpoint.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -253,10 +272,14 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	var errs []error
-	if !s.readOnly && !s.memory {
-		// Maintenance: move the WAL into the database so that the file is
-		// whole on its own. Another process reading or writing may keep
-		// part of it in the WAL; that is fine, it checkpoints later.
+	if !s.readOnly && !s.memory && walBytes(s.path) > closeCheckpointBytes {
+		// Maintenance: move a large WAL into the database, so that a long
+		// run beside other processes (the last to close checkpoints by
+		// itself) does not leave readers walking it. Another process
+		// reading or writing may keep part of it in the WAL; that is fine,
+		// it checkpoints later. A one-shot process's few pages are left to
+		// SQLite's checkpoint when the last connection closes: one fsync
+		// fewer on every exit.
 		ctx, cancel := context.WithTimeout(context.Background(), min(s.busyTimeout, closeCheckpointWait))
 		if c, err := s.pool.get(ctx); err == nil {
 			_, err := c.exec(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"syscall"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,50 +34,115 @@ func buildBinary(b *testing.B) string {
 	return bin
 }
 
+// runOnce runs cmd through internal/benchrun and returns its wall time
+// and peak RSS in KiB as benchrun measured them (see there why the
+// benchmark cannot measure its own child's memory).
+func runOnce(b *testing.B, benchrun string, cmd *exec.Cmd) (time.Duration, int64) {
+	b.Helper()
+	cmd.Args = append([]string{benchrun}, cmd.Args...)
+	cmd.Path = cmd.Args[0]
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil {
+		b.Fatalf("%v: %v\n%s%s", cmd.Args, err, out, stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var wall, rss int64
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "benchrun: wall-ns=%d maxrss-kib=%d", &wall, &rss); err != nil {
+		b.Fatalf("benchrun's report %q: %v", lines[len(lines)-1], err)
+	}
+	return time.Duration(wall), rss
+}
+
+// buildTool builds the program of this repository at dir (relative to
+// this package) into the benchmark's temp dir.
+func buildTool(b *testing.B, dir string) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), filepath.Base(dir))
+	if out, err := exec.Command("go", "build", "-o", bin, dir).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", dir, err, out)
+	}
+	return bin
+}
+
+// median returns the median of walls.
+func median(walls []time.Duration) time.Duration {
+	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+	return walls[len(walls)/2]
+}
+
 // measure runs the command n times and reports the median wall time and
 // the largest peak RSS.
 func measure(b *testing.B, mk func(i int) *exec.Cmd) {
 	b.Helper()
+	run := buildTool(b, "../../internal/benchrun")
+	b.ResetTimer()
 	var walls []time.Duration
 	var rss int64
 	for i := range b.N {
-		cmd := mk(i)
-		t0 := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
-		}
-		walls = append(walls, time.Since(t0))
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
-			rss = ru.Maxrss // KiB on Linux
-		}
+		wall, r := runOnce(b, run, mk(i))
+		walls = append(walls, wall)
+		rss = max(rss, r)
 	}
-	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
-	b.ReportMetric(float64(walls[len(walls)/2].Microseconds())/1000, "ms-wall-p50")
+	b.ReportMetric(float64(median(walls).Microseconds())/1000, "ms-wall-p50")
 	b.ReportMetric(float64(rss)/1024, "MB-peak-rss")
 	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkProcessToolTurn: the whole lite-agent process for one
-// tool-using turn, one-shot, with a SQLite session against the fake model.
+// tool-using turn, one-shot, with a SQLite session against the fake model,
+// alternated in the same run with the floor program (internal/benchfloor)
+// making the same two requests lite-agent made, the same file write and
+// three durable appends. It reports both medians and their ratio
+// (x-floor; the target is 1.5).
 func BenchmarkProcessToolTurn(b *testing.B) {
-	bin := buildBinary(b)
+	bin, floor, run := buildBinary(b), buildTool(b, "../../internal/benchfloor"), buildTool(b, "../../internal/benchrun")
 	turn := []fakemodel.Reply{
 		{ToolCalls: []fakemodel.ToolCall{toolCall("", "write", map[string]string{"path": "out.txt", "content": "hello\n"})}},
 		{Text: "wrote out.txt"},
 	}
 	var replies []fakemodel.Reply
-	for range b.N {
+	for range 2*b.N + 1 { // a warm-up run, then lite-agent and the floor in turn
 		replies = append(replies, turn...)
 	}
 	srv := startModel(b, replies...)
-	work := b.TempDir()
-	db := filepath.Join(b.TempDir(), "s.db")
-	b.ResetTimer()
-	measure(b, func(i int) *exec.Cmd {
+	work, tmp := b.TempDir(), b.TempDir()
+	db := filepath.Join(tmp, "s.db")
+	agent := func() *exec.Cmd {
 		cmd := exec.Command(bin, "--workdir", work, "--session-db", db, "--allow", "edit", "write out.txt")
 		cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL())
 		return cmd
-	})
+	}
+	runOnce(b, run, agent())
+	var bodies []string
+	for _, r := range srv.Requests() {
+		if r.Reply != 0 && len(bodies) < 2 {
+			p := filepath.Join(tmp, fmt.Sprintf("body%d.json", len(bodies)+1))
+			if err := os.WriteFile(p, r.Body, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			bodies = append(bodies, p)
+		}
+	}
+	if len(bodies) != 2 {
+		b.Fatalf("the warm-up turn made %d model requests, want 2", len(bodies))
+	}
+	b.ResetTimer()
+	var walls, floors []time.Duration
+	var rss, floorRSS int64
+	for range b.N {
+		wall, r := runOnce(b, run, agent())
+		walls, rss = append(walls, wall), max(rss, r)
+		wall, r = runOnce(b, run, exec.Command(floor, srv.URL(), bodies[0], bodies[1], filepath.Join(work, "floor.txt"), filepath.Join(tmp, "floor.log")))
+		floors, floorRSS = append(floors, wall), max(floorRSS, r)
+	}
+	w, f := median(walls), median(floors)
+	b.ReportMetric(float64(w.Microseconds())/1000, "ms-wall-p50")
+	b.ReportMetric(float64(f.Microseconds())/1000, "floor-ms-p50")
+	b.ReportMetric(float64(w)/float64(f), "x-floor")
+	b.ReportMetric(float64(rss)/1024, "MB-peak-rss")
+	b.ReportMetric(float64(floorRSS)/1024, "floor-MB-peak-rss")
+	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkProcessSessions10k: `lite-agent --session-db DB --sessions` on
