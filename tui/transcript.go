@@ -86,7 +86,7 @@ type transcript struct {
 	head    int64
 	usage   session.Usage
 	last    session.Usage // the latest model call's, reset by a compaction (the status line's context share)
-	prompts []string // the session's prompts, oldest first (input history)
+	prompts []string      // the session's prompts, oldest first (input history)
 }
 
 func newTranscript() *transcript {
