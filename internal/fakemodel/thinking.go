@@ -16,6 +16,10 @@ import (
 // last assistant message holds tool calls the server made after thinking
 // but does not start with that thinking block.
 
+// Signature is the signature the server gives a thinking block of this
+// text, for tests that check a block came back unchanged.
+func Signature(thinking string) string { return signature(thinking) }
+
 // signature is the signature of a thinking block's text.
 func signature(thinking string) string {
 	sum := sha256.Sum256([]byte("fakemodel thinking\x00" + thinking))
