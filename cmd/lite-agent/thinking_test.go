@@ -54,3 +54,44 @@ func TestThinkingRoundTripsThroughResume(t *testing.T) {
 		t.Fatalf("text output: %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }
+
+// TestOpenAIReasoningKeptAndHidden: against an OpenAI-compatible server
+// that reasons (reasoning_content, as DeepSeek and vLLM send it), the
+// reasoning before a tool call goes back with it in the same turn (the
+// fake model refuses the request otherwise), is kept in the log as a
+// thinking block, is hidden from text output and carried by stream-json.
+func TestOpenAIReasoningKeptAndHidden(t *testing.T) {
+	const before, after = "REASONING-BEFORE: list the directory first", "REASONING-AFTER: the listing answers it"
+	for _, output := range []string{"text", "stream-json"} {
+		t.Run(output, func(t *testing.T) {
+			srv := startModel(t,
+				fakemodel.Reply{Thinking: before, ToolCalls: []fakemodel.ToolCall{toolCall("call_ls", "ls", map[string]any{})}},
+				fakemodel.Reply{Thinking: after, Text: "It holds notes.txt.", Expect: &fakemodel.Expect{BodyContains: []string{`"reasoning_content":"` + before + `"`}}},
+			)
+			work, db := t.TempDir(), filepath.Join(t.TempDir(), "s.db")
+			writeFile(t, filepath.Join(work, "notes.txt"), "hello\n")
+			code, out, errs := runEnv(t, srv, work, []string{"OPENAI_BASE_URL=" + srv.OpenAIURL()},
+				"--session-db", db, "--provider", "openai", "--model", "local", "--output", output, "what is in this directory?")
+			if code != 0 {
+				t.Fatalf("run: %d %s\nfake model: %v", code, errs, srv.Failures())
+			}
+			if err := srv.Err(); err != nil {
+				t.Fatal(err)
+			}
+			switch output {
+			case "text":
+				if !strings.Contains(out, "It holds notes.txt.") || strings.Contains(out+errs, "REASONING-") {
+					t.Fatalf("text output:\nstdout %s\nstderr %s", out, errs)
+				}
+			case "stream-json":
+				if !strings.Contains(out, `"kind":"thinking","text":"REASO"`) || !strings.Contains(out, `{"type":"thinking","text":"`+after+`"}`) {
+					t.Fatalf("stream-json lacks the reasoning:\n%s", out)
+				}
+			}
+			_, export, _ := run(t, nil, work, "--session-db", db, "--export", onlySession(t, work, db))
+			if !strings.Contains(export, `{"type":"thinking","text":"`+before+`"}`) || !strings.Contains(export, `{"type":"thinking","text":"`+after+`"}`) {
+				t.Fatalf("the log does not keep the reasoning:\n%s", export)
+			}
+		})
+	}
+}

@@ -104,8 +104,8 @@ func messages(in []provider.Message, thinking bool) ([]sdk.MessageParam, error) 
 		for j, b := range m.Blocks {
 			switch b.Type {
 			case session.BlockThinking, session.BlockRedactedThinking:
-				if !thinking || m.Role != session.RoleAssistant {
-					continue
+				if !thinking || m.Role != session.RoleAssistant || (b.Type == session.BlockThinking && b.Signature == "") {
+					continue // unsigned: another provider's reasoning, which the API would refuse
 				}
 				if b.Type == session.BlockThinking {
 					others = append(others, sdk.NewThinkingBlock(b.Signature, b.Text))

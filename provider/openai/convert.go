@@ -54,7 +54,8 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, er
 	return params, nil
 }
 
-// messages maps the system prompt and the transcript to chat messages. A
+// messages maps the system prompt and the transcript to chat messages
+// (reasoning: see reasoning.go). A
 // user message's tool results become "tool" messages, sent first (they
 // must follow the assistant message that made the calls), then its text
 // as a user message. Text blocks of one message are joined by blank
@@ -64,6 +65,7 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 	if system != "" {
 		out = append(out, sdk.SystemMessage(system))
 	}
+	prompt := lastPrompt(in)
 	for i, m := range in {
 		var texts []string
 		var calls []sdk.ChatCompletionMessageToolCallUnionParam
@@ -100,8 +102,7 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 				}
 				results = append(results, sdk.ToolMessage(content, b.ToolUseID))
 			case session.BlockThinking, session.BlockRedactedThinking:
-				// Another provider's thinking: Chat Completions has no place
-				// for it.
+				// Reasoning goes back below, as a field of the message.
 			default:
 				return nil, fmt.Errorf("openai: message %d, block %d: block type %q is not supported", i+1, j+1, b.Type)
 			}
@@ -120,6 +121,9 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 			a := sdk.ChatCompletionAssistantMessageParam{ToolCalls: calls}
 			if text != "" {
 				a.Content.OfString = sdk.String(text)
+			}
+			if r := reasoningText(m); r != "" && i > prompt {
+				a.SetExtraFields(map[string]any{"reasoning_content": r})
 			}
 			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		default:
