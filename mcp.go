@@ -6,6 +6,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
 )
 
@@ -88,4 +89,16 @@ func (a *Agent) closeMCP() error {
 		return fmt.Errorf("stop mcp servers: %w", err)
 	}
 	return nil
+}
+
+// toSessionImages keeps a tool's images in the log's form.
+func toSessionImages(in []tool.Image) []session.Image {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]session.Image, len(in))
+	for i, im := range in {
+		out[i] = session.Image{MediaType: im.MediaType, Data: im.Data}
+	}
+	return out
 }

@@ -278,7 +278,7 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		return err
 	}
 	res := t.Run(ctx, tool.Call{ID: c.id, Input: c.input, Root: s.root})
-	out := session.ToolFinished{Output: res.Output, IsError: res.IsError, Untracked: res.Untracked}
+	out := session.ToolFinished{Output: res.Output, IsError: res.IsError, Untracked: res.Untracked, Images: toSessionImages(res.Images)}
 	if ctx.Err() != nil {
 		out.IsError = true
 		out.Output = strings.TrimSpace("The tool was cancelled by the user before it finished. " + res.Output)

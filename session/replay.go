@@ -179,6 +179,7 @@ func (s *State) Apply(e Event) {
 		}
 		s.dropHazard(p.CallID)
 		s.answer(p.CallID, p.Output, p.IsError)
+		s.attachImages(e, p.CallID)
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
 		ok := e.Decode(&p) == nil

@@ -267,6 +267,15 @@ func (e *Expect) check(v view, body []byte) []string {
 			fails = append(fails, fmt.Sprintf("the request does not offer tool %q (it offers %q)", name, v.tools))
 		}
 	}
+	if len(e.Images) > 0 {
+		var msgs struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &msgs)
+		if got := imagesIn(msgs.Messages); !slices.Equal(got, e.Images) {
+			fails = append(fails, fmt.Sprintf("the request sends the images %q, want %q", got, e.Images))
+		}
+	}
 	return fails
 }
 

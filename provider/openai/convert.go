@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +71,7 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 		var texts []string
 		var calls []sdk.ChatCompletionMessageToolCallUnionParam
 		var results []sdk.ChatCompletionMessageParamUnion
+		var images []sdk.ChatCompletionContentPartUnionParam
 		for j, b := range m.Blocks {
 			switch b.Type {
 			case session.BlockText:
@@ -101,6 +103,7 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 					content = "Error: " + content
 				}
 				results = append(results, sdk.ToolMessage(content, b.ToolUseID))
+				images = append(images, imageParts(b)...)
 			case session.BlockThinking, session.BlockRedactedThinking:
 				// Reasoning goes back below, as a field of the message.
 			default:
@@ -111,6 +114,10 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 		switch m.Role {
 		case session.RoleUser:
 			out = append(out, results...)
+			if len(images) > 0 {
+				// Tool messages take text only: the images follow them.
+				out = append(out, sdk.UserMessage(images))
+			}
 			if text != "" {
 				out = append(out, sdk.UserMessage(text))
 			}
@@ -157,4 +164,18 @@ func toolParams(specs []provider.ToolSpec) ([]sdk.ChatCompletionToolUnionParam, 
 		out[i] = sdk.ChatCompletionFunctionTool(fn)
 	}
 	return out, nil
+}
+
+// imageParts is the images of a tool result as a user message's parts
+// (data URLs), after a line naming the call they came from.
+func imageParts(b session.Block) []sdk.ChatCompletionContentPartUnionParam {
+	if len(b.Images) == 0 {
+		return nil
+	}
+	parts := []sdk.ChatCompletionContentPartUnionParam{sdk.TextContentPart(fmt.Sprintf("The images the tool call %s returned:", b.ToolUseID))}
+	for _, im := range b.Images {
+		url := "data:" + im.MediaType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+		parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: url}))
+	}
+	return parts
 }

@@ -113,4 +113,3 @@ data: [DONE]
 		t.Fatalf("blocks %+v, want %+v", resp.Blocks, want)
 	}
 }
-
