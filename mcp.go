@@ -46,7 +46,7 @@ func (a *Agent) MCP(ctx context.Context) (*mcp.Set, error) {
 }
 
 // syncMCPTools makes the tools of the MCP servers, as they list them now
-// (tools/list_changed is honoured here, between turns), part of the tools
+// (tools/list_changed is honoured here, before each model call), part of the tools
 // the session offers the model. The caller holds the session's turn. A
 // server whose listing fails keeps its previous tools.
 func (s *Session) syncMCPTools(ctx context.Context) error {

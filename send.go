@@ -109,6 +109,11 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 		if err := s.runTools(ctx, calls); err != nil {
 			return res, s.interrupt(ctx, res, err)
 		}
+		// A tool may have changed a server's tools (tools/list_changed):
+		// the next call offers them as they are now.
+		if err := s.syncMCPTools(ctx); err != nil {
+			return res, s.interrupt(ctx, res, err)
+		}
 	}
 	if err := s.recordTitle(ctx, title); err != nil {
 		return res, s.interrupt(ctx, res, err)
