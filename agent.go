@@ -170,7 +170,7 @@ type Agent struct {
 	persist   bool
 	namespace string
 	root      *tool.Root
-	mcp       mcpServers // the MCP servers, shared by the agent's sessions
+	mcp       *mcpServers // the MCP servers, shared by the agent's sessions
 	hub       hub
 	models    models.Table
 
@@ -309,6 +309,7 @@ func (a *Agent) Close() error {
 		a.hub.close()
 		a.mu.Lock()
 		for s := range a.sessions {
+			errs = append(errs, s.mcp.close()) // their turns have ended: stopAll
 			s.releaseRoot()
 		}
 		clear(a.sessions)

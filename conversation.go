@@ -56,6 +56,7 @@ type Session struct {
 	tools     map[string]tool.Tool // changed only while holding the turn (MCP tools are synced per turn)
 	specs     []provider.ToolSpec
 	baseTools []tool.Tool // the tools that are not MCP servers'
+	mcp       *mcpServers // the session's own MCP servers (mcp.ServerConfig.PerSession)
 
 	turn     chan struct{} // one turn at a time
 	closing  context.Context
@@ -201,6 +202,7 @@ func (a *Agent) newSession(id, dir string, fresh bool) (*Session, error) {
 		return nil, ErrClosed
 	}
 	a.sessions[s] = struct{}{}
+	s.mcp = startServers(s.closing, a.opts.MCPServers, a.opts.MCPOptions, true)
 	return s, nil
 }
 
@@ -423,7 +425,7 @@ func (s *Session) Close() error {
 	s.mu.Unlock()
 	s.stop()
 	s.inflight.Wait()
-	err := s.a.stopSessionJobs(s)
+	err := errors.Join(s.a.stopSessionJobs(s), s.mcp.close())
 	s.a.forget(s)
 	s.releaseRoot()
 	return err

@@ -74,7 +74,7 @@ func mcpServers(servers map[string]configfile.MCPServer) []mcp.ServerConfig {
 	out := make([]mcp.ServerConfig, 0, len(names))
 	for _, n := range names {
 		s := servers[n]
-		out = append(out, mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Duration})
+		out = append(out, mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Duration, PerSession: s.PerSession})
 	}
 	return out
 }
