@@ -3,6 +3,7 @@ package liteagent
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/provider"
@@ -85,6 +86,37 @@ func (a *Agent) MCP(ctx context.Context) (*mcp.Set, error) {
 // there are none. They started with the Session and stop with its Close.
 func (s *Session) MCP(ctx context.Context) (*mcp.Set, error) {
 	return s.mcp.wait(ctx)
+}
+
+// MCPSets returns the MCP servers the agent's current session uses: the
+// shared ones (MCP), then the session's own (Session.MCP, starting a
+// current session, which writes nothing, when there is none and some
+// server is per session). Sets that would be empty are left out. It waits
+// for the servers' start, or ctx.
+func (a *Agent) MCPSets(ctx context.Context) ([]*mcp.Set, error) {
+	var out []*mcp.Set
+	shared, err := a.MCP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if shared != nil {
+		out = append(out, shared)
+	}
+	if !slices.ContainsFunc(a.opts.MCPServers, func(c mcp.ServerConfig) bool { return c.PerSession }) {
+		return out, nil
+	}
+	s, err := a.current(true)
+	if err != nil {
+		return nil, err
+	}
+	own, err := s.MCP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if own != nil {
+		out = append(out, own)
+	}
+	return out, nil
 }
 
 // syncMCPTools makes the tools of the MCP servers, the agent's and the

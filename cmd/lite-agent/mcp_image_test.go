@@ -59,3 +59,24 @@ func TestMCPImageReachesTheModel(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPPerSessionServerFromConfig: a server with per_session = true in
+// the config file runs for the session beside the shared ones: --mcp and
+// the line mode's /mcp list it, and its tools are offered with theirs.
+func TestMCPPerSessionServerFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	killServerLater(t, dir)
+	cfg := mcpConfig(t, dir, fmt.Sprintf("\n[mcp.servers.own]\ncommand = %q\nper_session = true\n", mcptest.Server(t)))
+	code, out, errs := run(t, nil, t.TempDir(), "--mcp-config", cfg, "--mcp")
+	if code != 0 || !strings.Contains(out, "t: ready (stdio") || !strings.Contains(out, "own: ready (stdio") || !strings.Contains(out, "mcp__own__echo") {
+		t.Fatalf("--mcp: %d\n%s\n%s", code, out, errs)
+	}
+	srv := startModel(t, fakemodel.Reply{Expect: &fakemodel.Expect{Tools: []string{"mcp__t__echo", "mcp__own__echo"}}, Text: "both"})
+	p := startInput(t, srv, t.TempDir(), nil, "/mcp\nwhich tools?\n", "--mcp-config", cfg, "--plain")
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("line mode: %v\n%s", err, p.stderr)
+	}
+	if s := p.stderr.String(); !strings.Contains(s, "own: ready") || !strings.Contains(s, "t: ready") || !strings.Contains(p.stdout.String(), "both") {
+		t.Fatalf("line mode:\nstdout %s\nstderr %s\nfake model %v", p.stdout, s, srv.Failures())
+	}
+}
