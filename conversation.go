@@ -53,7 +53,7 @@ type Session struct {
 	root      *tool.Root
 	ownRoot   bool
 	namespace string
-	tools     map[string]tool.Tool // changed only while holding the turn (MCP tools are synced per turn)
+	tools     map[string]tool.Tool // changed only while holding the turn (MCP tools are synced before each model call)
 	specs     []provider.ToolSpec
 	baseTools []tool.Tool // the tools that are not MCP servers'
 	mcp       *mcpServers // the session's own MCP servers (mcp.ServerConfig.PerSession)
