@@ -171,7 +171,7 @@ type Agent struct {
 	persist   bool
 	namespace string
 	root      *tool.Root
-	mcp       mcpServers // the MCP servers, shared by the agent's sessions
+	mcp       *mcpServers // the MCP servers, shared by the agent's sessions
 	hub       hub
 	models    models.Table
 
@@ -308,6 +308,7 @@ func (a *Agent) Close() error {
 		a.hub.close()
 		a.mu.Lock()
 		for s := range a.sessions {
+			errs = append(errs, s.mcp.close()) // their turns have ended: stopAll
 			s.releaseRoot()
 		}
 		clear(a.sessions)

@@ -53,9 +53,10 @@ type Session struct {
 	root      *tool.Root
 	ownRoot   bool
 	namespace string
-	tools     map[string]tool.Tool // changed only while holding the turn (MCP tools are synced per turn)
+	tools     map[string]tool.Tool // changed only while holding the turn (MCP tools are synced before each model call)
 	specs     []provider.ToolSpec
 	baseTools []tool.Tool // the tools that are not MCP servers'
+	mcp       *mcpServers // the session's own MCP servers (mcp.ServerConfig.PerSession)
 
 	turn     chan struct{}   // one turn at a time
 	held     []session.Event // events the next durable append carries (see hold); only the turn's goroutine uses it
@@ -200,6 +201,7 @@ func (a *Agent) newSession(id, dir string, fresh bool) (*Session, error) {
 		return nil, ErrClosed
 	}
 	a.sessions[s] = struct{}{}
+	s.mcp = startServers(s.closing, a.opts.MCPServers, a.opts.MCPOptions, true)
 	return s, nil
 }
 
@@ -413,7 +415,7 @@ func (s *Session) Close() error {
 	s.mu.Unlock()
 	s.stop()
 	s.inflight.Wait()
-	err := s.a.stopSessionJobs(s)
+	err := errors.Join(s.a.stopSessionJobs(s), s.mcp.close())
 	s.a.forget(s)
 	s.releaseRoot()
 	return err

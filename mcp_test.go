@@ -177,6 +177,22 @@ func TestMCPListChangedBetweenTurns(t *testing.T) {
 	checkServer(t, srv)
 }
 
+// TestMCPListChangedWithinATurn: a tool call that makes the server change
+// its tools (tools/list_changed) is followed, in the same turn, by a model
+// call that offers the new tool, which the model can then call.
+func TestMCPListChangedWithinATurn(t *testing.T) {
+	srv, p := startModel(t, "anthropic",
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("c1", "mcp__t__add_tool", map[string]any{})}},
+		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"c1"}, Tools: []string{"mcp__t__added"}}, ToolCalls: []fakemodel.ToolCall{call("c2", "mcp__t__added", map[string]any{})}},
+		fakemodel.Reply{Expect: &fakemodel.Expect{ToolResultFor: []string{"c2"}, BodyContains: []string{"added: here"}}, Text: "used it"},
+	)
+	a := newAgent(t, p, liteagent.Options{MCPServers: testServer(t)})
+	if res, err := a.Send(t.Context(), "add a tool and use it"); err != nil || res.Text != "used it" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkServer(t, srv)
+}
+
 func TestMCPCloseStopsServers(t *testing.T) {
 	_, p := startModel(t, "anthropic")
 	a, err := liteagent.New(&liteagent.Options{Provider: p, Workdir: t.TempDir(), DisableSessions: true, MCPServers: testServer(t, "-ignore-stdin")})

@@ -107,6 +107,11 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 		if err := s.runTools(ctx, calls); err != nil {
 			return res, s.interrupt(ctx, res, err)
 		}
+		// A tool may have changed a server's tools (tools/list_changed):
+		// the next call offers them as they are now.
+		if err := s.syncMCPTools(ctx); err != nil {
+			return res, s.interrupt(ctx, res, err)
+		}
 	}
 	if err := s.recordTitle(ctx, title); err != nil {
 		return res, s.interrupt(ctx, res, err)
@@ -279,7 +284,7 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	// Background jobs the call started go in the log with its receipt,
 	// before the model hears of them.
 	jobEvents, bg := s.startedEvents(c.id)
-	out := session.ToolFinished{Output: res.Output, IsError: res.IsError, Untracked: res.Untracked}
+	out := session.ToolFinished{Output: res.Output, IsError: res.IsError, Untracked: res.Untracked, Images: toSessionImages(res.Images)}
 	if ctx.Err() != nil {
 		out.IsError = true
 		out.Output = strings.TrimSpace("The tool was cancelled by the user before it finished. " + res.Output)

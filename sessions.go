@@ -212,6 +212,8 @@ type Info struct {
 	Checkpoints []session.Checkpoint `json:"checkpoints"`
 	Hazards     []session.Hazard     `json:"hazards"`
 	Usage       session.Usage        `json:"usage"`
+	// Spend is the usage with the context share and estimated cost.
+	Spend Spend `json:"spend"`
 	// InstructionFiles are the instruction files the recorded project
 	// context was read from, in the order the model was given them.
 	InstructionFiles []session.ContextFile `json:"instruction_files"`
@@ -237,6 +239,7 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 	running := a.liveHolder(ctx, id)
 	hz, live := splitLive(running, hz)
 	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage, Running: running, Live: live}
+	info.Spend = a.Spend(st.Summary.Model, st.Usage, st.LastUsage())
 	if pc := st.ProjectContext(); pc != nil {
 		info.InstructionFiles = pc.Files
 	}

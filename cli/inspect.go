@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
 	"github.com/lite-agent/lite-agent/mcp"
@@ -135,18 +136,21 @@ func listSessions(ctx context.Context, c *config, std IO) error {
 
 // infoJSON is what --session-info prints.
 type infoJSON struct {
-	ID          string           `json:"id"`
-	Revision    int64            `json:"revision"`
-	Messages    int              `json:"messages"`
-	Workspace   string           `json:"workspace"`
-	Workdir     string           `json:"workdir,omitempty"`
-	Model       string           `json:"model,omitempty"`
-	Status      session.Status   `json:"status"`
-	Title       string           `json:"title,omitempty"`
-	Created     time.Time        `json:"created"`
-	Updated     time.Time        `json:"updated"`
-	Parent      *session.ForkRef `json:"parent,omitempty"`
-	Usage       session.Usage    `json:"usage"`
+	ID        string           `json:"id"`
+	Revision  int64            `json:"revision"`
+	Messages  int              `json:"messages"`
+	Workspace string           `json:"workspace"`
+	Workdir   string           `json:"workdir,omitempty"`
+	Model     string           `json:"model,omitempty"`
+	Status    session.Status   `json:"status"`
+	Title     string           `json:"title,omitempty"`
+	Created   time.Time        `json:"created"`
+	Updated   time.Time        `json:"updated"`
+	Parent    *session.ForkRef `json:"parent,omitempty"`
+	Usage     session.Usage    `json:"usage"`
+	// Spend is the context share and estimated cost, with Spend.Line
+	// the summary the status line shows.
+	Spend       liteagent.Spend  `json:"spend"`
 	Checkpoints []checkpointJSON `json:"checkpoints"`
 	Hazards     []hazardJSON     `json:"hazards"`
 	// Running is the process running a turn in the session now, whose
@@ -221,7 +225,7 @@ func sessionInfo(ctx context.Context, c *config, std IO) error {
 		return writeJSON(std.Stdout, infoJSON{
 			ID: info.ID, Revision: info.Head, Messages: info.Messages, Workspace: info.Namespace, Workdir: info.Workdir,
 			Model: info.Model, Status: info.Status, Title: info.Title, Created: info.Created, Updated: info.Updated,
-			Parent: info.Parent, Usage: info.Usage, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
+			Parent: info.Parent, Usage: info.Usage, Spend: info.Spend, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
 			Running: info.Running, Live: liveCalls(info.Live), TaskList: tasks.Name, Tasks: tasks.Tasks, InstructionFiles: nonNil(info.InstructionFiles),
 		})
 	})

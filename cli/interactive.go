@@ -432,11 +432,11 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 	case "/fork":
 		return m.fork(ctx, arg)
 	case "/mcp":
-		set, err := m.e.agent.MCP(ctx)
+		sets, err := m.e.agent.MCPSets(ctx)
 		if err != nil {
 			return err
 		}
-		printMCP(m.std.Stderr, set)
+		printMCP(m.std.Stderr, sets)
 	case "/compact":
 		return m.compact(ctx, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "/compact")))
 	default:

@@ -74,7 +74,7 @@ func mcpServers(servers map[string]configfile.MCPServer) []mcp.ServerConfig {
 	out := make([]mcp.ServerConfig, 0, len(names))
 	for _, n := range names {
 		s := servers[n]
-		out = append(out, mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Duration})
+		out = append(out, mcp.ServerConfig{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Duration, PerSession: s.PerSession})
 	}
 	return out
 }
@@ -102,36 +102,40 @@ func listMCP(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer e.close()
-	set, err := e.agent.MCP(ctx)
+	sets, err := e.agent.MCPSets(ctx)
 	if err != nil {
 		return err
 	}
-	failed := printMCP(std.Stdout, set)
-	if failed > 0 {
-		return fmt.Errorf("%d of %d MCP servers did not start", failed, len(set.Servers()))
+	if failed, n := printMCP(std.Stdout, sets); failed > 0 {
+		return fmt.Errorf("%d of %d MCP servers did not start", failed, n)
 	}
 	return nil
 }
 
-// printMCP writes the servers' status and returns how many failed. The
-// line mode's /mcp and --mcp share it.
-func printMCP(w io.Writer, set *mcp.Set) (failed int) {
-	if set == nil {
-		fmt.Fprintln(w, "no MCP servers are configured (add [mcp.servers.NAME] to a config file, or give --mcp-config FILE)")
-		return 0
+// printMCP writes the servers' status (the shared ones, then the
+// session's own) and returns how many failed of how many. The line mode's
+// /mcp and --mcp share it.
+func printMCP(w io.Writer, sets []*mcp.Set) (failed, n int) {
+	var all []mcp.ServerStatus
+	for _, set := range sets {
+		all = append(all, set.Servers()...)
 	}
-	return mcp.WriteStatus(w, set.Servers())
+	if len(all) == 0 {
+		fmt.Fprintln(w, "no MCP servers are configured (add [mcp.servers.NAME] to a config file, or give --mcp-config FILE)")
+		return 0, 0
+	}
+	return mcp.WriteStatus(w, all), len(all)
 }
 
 // mcpPrompt turns a /mcp__server__prompt line into the prompt to send.
 func mcpPrompt(ctx context.Context, a *liteagent.Agent, line string) (string, error) {
 	command, args, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
-	set, err := a.MCP(ctx)
+	sets, err := a.MCPSets(ctx)
 	if err != nil {
 		return "", err
 	}
-	if set == nil {
+	if len(sets) == 0 {
 		return "", errors.New("no MCP servers are configured (add [mcp.servers.NAME] to a config file, or give --mcp-config FILE)")
 	}
-	return set.GetPrompt(ctx, command, args)
+	return mcp.GetPromptIn(ctx, sets, command, args)
 }

@@ -97,6 +97,9 @@ type MCPServer struct {
 	Headers map[string]string `toml:"headers"`
 	// Timeout bounds each call to the server, as a Go duration ("30s").
 	Timeout Duration `toml:"timeout"`
+	// PerSession runs one copy of the server per session instead of one
+	// shared by the process's sessions.
+	PerSession bool `toml:"per_session"`
 }
 
 // Duration is a time.Duration written as a string such as "30s".
@@ -192,7 +195,7 @@ func knownKeys(k toml.Key) string {
 	case k[0] == "mcp" && len(k) == 2:
 		return "[mcp] takes servers.NAME tables"
 	case k[0] == "mcp":
-		return "an MCP server takes command, args, env, cwd, url, headers and timeout"
+		return "an MCP server takes command, args, env, cwd, url, headers, timeout and per_session"
 	}
 	return "see the README's configuration section"
 }

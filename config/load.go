@@ -246,6 +246,9 @@ func (c *Config) Print(w io.Writer) {
 		if s.Cwd != "" {
 			fmt.Fprintf(w, "cwd = %s\n", strconv.Quote(s.Cwd))
 		}
+		if s.PerSession {
+			fmt.Fprintln(w, "per_session = true")
+		}
 		// Env and header values may be secrets: only their names are shown.
 		for _, m := range []struct {
 			key string

@@ -28,6 +28,11 @@ type ServerConfig struct {
 	// Transport is "" (stdio with Command; with URL streamable HTTP, then
 	// SSE if that fails), "stdio", "http" or "sse".
 	Transport string
+	// PerSession gives each Session of an Agent its own copy of the
+	// server (its own process or connection, so its own state), started
+	// with the Session and stopped by its Close. Otherwise one server,
+	// started with the Agent, serves all its Sessions.
+	PerSession bool
 	// Timeout bounds the start (process start, initialize, the first
 	// listings; 0 gives Options.StartTimeout) and, when set, each tool call
 	// (0: a call runs until it ends or its turn is cancelled).

@@ -21,15 +21,16 @@
 //     always need approval; a read-only annotation is recorded in
 //     tool.Spec.ReadOnly for approval rules to use, and allows nothing by
 //     itself). Results: text as text, structured content as JSON, embedded
-//     text resources as text; images, audio and binary resources are
-//     described by type and size, since lite-agent's tool results carry text
-//     only. A result with isError set is a tool error the model reads.
+//     text resources as text, images (PNG, JPEG, GIF, WebP) as
+//     tool.Result.Images for the model to see; audio, binary resources and
+//     other images are described by type and size. A result with isError
+//     set is a tool error the model reads.
 //   - resources, through one tool, mcp_read_resource (list, or read a URI);
 //   - prompts, through Set.Prompts and Set.GetPrompt, which clients offer as
 //     slash commands (/mcp__server__prompt).
 //
 // notifications/tools/list_changed marks a server's tool list stale; the
-// next Tools call lists it again, so a changed list takes effect between
-// turns. Left out: sampling, elicitation, roots, resource subscriptions,
+// next Tools call lists it again (the SDK calls it before every model
+// call), so a changed list takes effect at the model's next call. Left out: sampling, elicitation, roots, resource subscriptions,
 // completion, logging notifications and OAuth.
 package mcp

@@ -46,8 +46,9 @@ func TestEverythingTools(t *testing.T) {
 	if r := run(t, sc, `{"location":"Chicago"}`); r.IsError || !strings.Contains(r.Output, `"temperature"`) || !strings.Contains(r.Output, `"humidity"`) {
 		t.Errorf("get-structured-content: %+v", r)
 	}
-	if r := run(t, findTool(t, set, "mcp__everything__get-tiny-image"), `{}`); r.IsError || !strings.Contains(r.Output, "[an image, image/png,") {
-		t.Errorf("get-tiny-image: %+v", r)
+	if r := run(t, findTool(t, set, "mcp__everything__get-tiny-image"), `{}`); r.IsError || !strings.Contains(r.Output, "[image 1, image/png,") ||
+		len(r.Images) != 1 || r.Images[0].MediaType != "image/png" || !strings.HasPrefix(string(r.Images[0].Data), "\x89PNG") {
+		t.Errorf("get-tiny-image: %q, %d images", r.Output, len(r.Images))
 	}
 	// Arguments the server's schema refuses come back as a tool error.
 	if r := run(t, sc, `{"location":"Atlantis"}`); !r.IsError {

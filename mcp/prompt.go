@@ -166,3 +166,16 @@ func (p Prompt) hasArg(name string) bool {
 	}
 	return false
 }
+
+// GetPromptIn is GetPrompt on the set among sets that holds the prompt's
+// server (the first set when none does, for its error). sets must not be
+// empty.
+func GetPromptIn(ctx context.Context, sets []*Set, command, args string) (string, error) {
+	server, _, _ := SplitToolName(command)
+	for _, set := range sets {
+		if set.server(server) != nil {
+			return set.GetPrompt(ctx, command, args)
+		}
+	}
+	return sets[0].GetPrompt(ctx, command, args)
+}

@@ -31,6 +31,8 @@ type server struct {
 
 	toolsStale   atomic.Bool // tools/list_changed arrived since the last listing
 	promptsStale atomic.Bool
+	toolChanges  atomic.Int64 // tools/list_changed notifications received
+	toolListings atomic.Int64 // tools/list fetches made
 
 	life    context.Context // ends when the server is closed
 	endLife context.CancelFunc
@@ -49,7 +51,10 @@ type server struct {
 
 func (s *server) client() *sdk.Client {
 	return sdk.NewClient(&sdk.Implementation{Name: "lite-agent", Version: "1"}, &sdk.ClientOptions{
-		ToolListChangedHandler:   func(context.Context, *sdk.ToolListChangedRequest) { s.toolsStale.Store(true) },
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			s.toolChanges.Add(1)
+			s.toolsStale.Store(true)
+		},
 		PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) { s.promptsStale.Store(true) },
 	})
 }
@@ -181,6 +186,7 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession, tools, prompts
 	var ps []*sdk.Prompt
 	if tools && caps.Tools != nil {
 		s.toolsStale.Store(false)
+		s.toolListings.Add(1)
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
 				return fmt.Errorf("list its tools: %w", err)

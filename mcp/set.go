@@ -41,6 +41,10 @@ type ServerStatus struct {
 	Prompts   []string // the prompts' slash commands, without the slash
 	Resources bool     // the server offers resources (mcp_read_resource)
 	PID       int      // a stdio server's process id (its process group)
+	// ToolListChanges counts the tools/list_changed notifications the
+	// server sent, ToolListings the times its tools were listed: a change
+	// is listed again at the next turn or model call.
+	ToolListChanges, ToolListings int64
 }
 
 // Start starts every server at once and returns when each is ready or has
@@ -84,7 +88,8 @@ func (s *Set) Servers() []ServerStatus {
 	out := make([]ServerStatus, 0, len(s.servers))
 	for _, srv := range s.servers {
 		srv.mu.Lock()
-		st := ServerStatus{Name: srv.cfg.Name, Target: srv.cfg.describe(), Transport: srv.transport, State: srv.state, Err: srv.err, Resources: srv.resources && srv.cs != nil}
+		st := ServerStatus{Name: srv.cfg.Name, Target: srv.cfg.describe(), Transport: srv.transport, State: srv.state, Err: srv.err, Resources: srv.resources && srv.cs != nil,
+			ToolListChanges: srv.toolChanges.Load(), ToolListings: srv.toolListings.Load()}
 		if srv.cs != nil {
 			st.Tools = toolNames(srv.cfg.Name, srv.tools)
 			for _, p := range srv.prompts {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,14 +74,31 @@ func (t *remoteTool) Run(ctx context.Context, call tool.Call) tool.Result {
 		}
 		return tool.Result{Output: fmt.Sprintf("The MCP server %q failed the call of %q: %v", t.srv.cfg.Name, t.name, err), IsError: true, Untracked: !t.spec.ReadOnly}
 	}
-	return tool.Result{Output: formatResult(res.Content, res.StructuredContent), IsError: res.IsError, Untracked: !t.spec.ReadOnly}
+	out, images := formatResult(res.Content, res.StructuredContent)
+	return tool.Result{Output: out, Images: images, IsError: res.IsError, Untracked: !t.spec.ReadOnly}
 }
 
-// formatResult renders a tool result as the text the model reads.
-// Structured content is added as JSON unless a text block already holds it.
-func formatResult(content []sdk.Content, structured any) string {
+// Images the model APIs take: these types, up to maxImage bytes each,
+// maxImages per result. Others are described in the text.
+const (
+	maxImage  = 5 << 20
+	maxImages = 8
+)
+
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// formatResult renders a tool result as the text the model reads and the
+// images passed beside it. Structured content is added as JSON unless a
+// text block already holds it.
+func formatResult(content []sdk.Content, structured any) (string, []tool.Image) {
 	var parts []string
+	var images []tool.Image
 	for _, c := range content {
+		if im, ok := c.(*sdk.ImageContent); ok && slices.Contains(imageTypes, im.MIMEType) && len(im.Data) <= maxImage && len(images) < maxImages {
+			images = append(images, tool.Image{MediaType: im.MIMEType, Data: im.Data})
+			parts = append(parts, fmt.Sprintf("[image %d, %s, %d bytes: attached]", len(images), im.MIMEType, len(im.Data)))
+			continue
+		}
 		parts = append(parts, formatContent(c))
 	}
 	if structured != nil {
@@ -93,7 +111,7 @@ func formatResult(content []sdk.Content, structured any) string {
 	if len(out) > maxOutput {
 		out = out[:maxOutput] + fmt.Sprintf("\n[output cut at %d KiB]", maxOutput>>10)
 	}
-	return out
+	return out, images
 }
 
 func hasJSON(parts []string, js []byte) bool {
@@ -111,7 +129,7 @@ func formatContent(c sdk.Content) string {
 	case *sdk.TextContent:
 		return c.Text
 	case *sdk.ImageContent:
-		return fmt.Sprintf("[an image, %s, %d bytes: not shown, lite-agent passes tool results to the model as text]", c.MIMEType, len(c.Data))
+		return fmt.Sprintf("[an image, %s, %d bytes: not shown (the model takes PNG, JPEG, GIF and WebP images up to %d MiB, %d a result)]", c.MIMEType, len(c.Data), maxImage>>20, maxImages)
 	case *sdk.AudioContent:
 		return fmt.Sprintf("[audio, %s, %d bytes: not shown, lite-agent passes tool results to the model as text]", c.MIMEType, len(c.Data))
 	case *sdk.ResourceLink:

@@ -143,6 +143,8 @@ type Block struct {
 	// Tool result fields.
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
+	// Images are the images a tool result carries beside its Text.
+	Images []Image `json:"images,omitempty"`
 	// Signature is the provider's signature of a thinking block (whose
 	// Text is the thinking, or a redacted block's data); it is sent back
 	// unchanged, as the API requires during tool use.
@@ -218,6 +220,8 @@ type ToolFinished struct {
 	Tool    string `json:"tool,omitempty"`
 	Output  string `json:"output"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Images are images the tool returned beside Output (MCP tools).
+	Images []Image `json:"images,omitempty"`
 	// Denied is set when the user (or policy) refused the call; it never ran.
 	Denied bool `json:"denied,omitempty"`
 	// Files maps each path the tool wrote to the sha256 (hex) of what it left

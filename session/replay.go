@@ -175,6 +175,7 @@ func (s *State) Apply(e Event) {
 			return
 		}
 		s.answer(p.CallID, p.Output, p.IsError)
+		s.attachImages(e, p.CallID)
 	case TypeRecoveryAcknowledged:
 		var p RecoveryAcknowledged
 		ok := e.Decode(&p) == nil

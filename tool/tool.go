@@ -51,9 +51,19 @@ type Call struct {
 type Result struct {
 	Output  string
 	IsError bool
+	// Images are images returned beside Output (an MCP tool's image
+	// content), passed to the model as image input.
+	Images []Image
 	// Untracked is set when the call may have changed files it did not
 	// declare (a shell command). Restore lists such calls as not undoable.
 	Untracked bool
+}
+
+// Image is an image in a Result: its media type (image/png, image/jpeg,
+// image/gif or image/webp) and its bytes.
+type Image struct {
+	MediaType string
+	Data      []byte
 }
 
 // Errorf returns an error Result with a formatted message for the model.

@@ -15,18 +15,22 @@ import (
 func (m *model) mcpStatus() tea.Cmd {
 	a := m.agent
 	return m.do("starting the MCP servers", func(ctx context.Context) func(*model) tea.Cmd {
-		set, err := a.MCP(ctx)
+		sets, err := a.MCPSets(ctx)
 		if err != nil {
 			return failed("/mcp", err)
 		}
-		if set == nil {
+		if len(sets) == 0 {
 			return func(m *model) tea.Cmd {
 				m.tr.notice("no MCP servers are configured (give --mcp-config FILE)")
 				return nil
 			}
 		}
+		var all []mcp.ServerStatus
+		for _, set := range sets {
+			all = append(all, set.Servers()...)
+		}
 		var b strings.Builder
-		mcp.WriteStatus(&b, set.Servers())
+		mcp.WriteStatus(&b, all)
 		text := strings.TrimRight(b.String(), "\n")
 		return func(m *model) tea.Cmd { m.tr.notice(text); return nil }
 	})
@@ -38,13 +42,13 @@ func (m *model) mcpPrompt(line string) tea.Cmd {
 	a := m.agent
 	command, args, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
 	return m.do("getting the MCP prompt", func(ctx context.Context) func(*model) tea.Cmd {
-		set, err := a.MCP(ctx)
-		if err == nil && set == nil {
+		sets, err := a.MCPSets(ctx)
+		if err == nil && len(sets) == 0 {
 			err = errors.New("no MCP servers are configured (give --mcp-config FILE)")
 		}
 		var text string
 		if err == nil {
-			text, err = set.GetPrompt(ctx, command, args)
+			text, err = mcp.GetPromptIn(ctx, sets, command, args)
 		}
 		if err != nil {
 			return failed("/"+command, err)

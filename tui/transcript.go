@@ -85,7 +85,8 @@ type transcript struct {
 	bgTurn  bool // … and the agent started it itself (a background completion turn)
 	head    int64
 	usage   session.Usage
-	prompts []string // the session's prompts, oldest first (input history)
+	last    session.Usage // the latest model call's, reset by a compaction (the status line's context share)
+	prompts []string      // the session's prompts, oldest first (input history)
 }
 
 func newTranscript() *transcript {
@@ -157,7 +158,7 @@ func (t *transcript) apply(e session.Event) *entry {
 		if e.Decode(&p) != nil {
 			return nil
 		}
-		t.usage = t.usage.Add(p.Usage)
+		t.usage, t.last = t.usage.Add(p.Usage), p.Usage
 		if p.Model != "" {
 			t.model = p.Model
 		}
@@ -203,6 +204,7 @@ func (t *transcript) apply(e session.Event) *entry {
 	case session.TypeCompaction:
 		var p session.Compaction
 		if e.Decode(&p) == nil {
+			t.usage, t.last = t.usage.Add(p.Usage), session.Usage{}
 			t.notice(fmt.Sprintf("compacted: the model is now sent a summary of revisions 1 to %d and what follows (the log keeps everything)", p.ThroughSeq))
 		}
 	case session.TypeTurnInterrupted:

@@ -9,6 +9,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	liteagent "github.com/lite-agent/lite-agent"
 )
 
 // View draws the screen: the transcript window, the task list, the
@@ -180,12 +182,12 @@ func (m *model) status() string {
 	if model == "" {
 		model = m.tr.model
 	}
-	u := m.tr.usage
+	spend := m.agent.Spend(model, m.tr.usage, m.tr.last)
 	taskCount := ""
 	if len(m.taskPanel()) == 0 {
 		taskCount = m.taskStatus()
 	}
-	parts := []string{id, "rev " + itoa(m.tr.head), model, tokens(u.InputTokens + u.OutputTokens), m.jobStatus(true), taskCount, m.workspace()}
+	parts := []string{id, "rev " + itoa(m.tr.head), model, spendStatus(spend), m.jobStatus(true), taskCount, m.workspace()}
 	line := func() string {
 		var kept []string
 		for _, p := range parts {
@@ -212,8 +214,9 @@ func (m *model) status() string {
 		func() { parts[partModel] = "" },
 		func() { parts[partJobs] = m.jobStatus(false) },
 		func() { parts[partID], parts[partRev] = cut(id, 9), "r"+itoa(m.tr.head) },
-		func() { parts[partTokens] = strings.Replace(parts[partTokens], "tokens", "tok", 1) },
+		func() { parts[partTokens] = shortSpend(spend, false) },
 		func() { parts[partWorkspace] = "" }, // the welcome line names it
+		func() { parts[partTokens] = shortSpend(spend, true) },
 		func() { parts[partTokens] = "" },
 	}
 	for _, step := range steps {
@@ -231,6 +234,37 @@ func (m *model) status() string {
 
 // cut shortens s to n columns, ending with … when cut.
 func cut(s string, n int) string { return ansi.Truncate(s, n, "…") }
+
+// spendStatus is the status line's figures: tokens, and the context share
+// and estimated cost when the model table knows the model (see
+// liteagent.Spend).
+func spendStatus(s liteagent.Spend) string {
+	t := tokens(s.Usage.InputTokens + s.Usage.OutputTokens)
+	if s.Window == 0 && !s.Priced {
+		return t
+	}
+	return t + " · " + s.String()
+}
+
+// shortSpend is spendStatus for a narrow screen: the context share and
+// cost alone when known (tiny: without the window and the cache's share),
+// else the tokens abbreviated.
+func shortSpend(s liteagent.Spend, tiny bool) string {
+	if s.Window == 0 && !s.Priced {
+		return strings.Replace(tokens(s.Usage.InputTokens+s.Usage.OutputTokens), "tokens", "tok", 1)
+	}
+	if !tiny {
+		return s.String()
+	}
+	var parts []string
+	if s.Window > 0 {
+		parts = append(parts, fmt.Sprintf("ctx %.0f%%", 100*s.ContextShare))
+	}
+	if s.Priced {
+		parts = append(parts, fmt.Sprintf("$%.4f", s.CostUSD))
+	}
+	return strings.Join(parts, " ")
+}
 
 func tokens(n int64) string {
 	switch {

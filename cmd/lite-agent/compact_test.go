@@ -142,3 +142,120 @@ func TestKillDuringCompaction(t *testing.T) {
 		t.Fatal("after the kill the session does not replay as before")
 	}
 }
+
+// twoTurns runs two one-shot turns in a new session of db and returns its
+// id and its export.
+func twoTurns(t *testing.T, srv *fakemodel.Server, work, db string) (string, string) {
+	t.Helper()
+	if code, _, errs := run(t, srv, work, "--session-db", db, "first-turn"); code != 0 {
+		t.Fatalf("first turn: %d %s", code, errs)
+	}
+	id := onlySession(t, work, db)
+	if code, _, errs := run(t, srv, work, "--session-db", db, "--resume", id, "second-turn"); code != 0 {
+		t.Fatalf("second turn: %d %s", code, errs)
+	}
+	_, export, _ := run(t, nil, work, "--session-db", db, "--export", id)
+	return id, export
+}
+
+// lastBody is the body of the server's latest request.
+func lastBody(srv *fakemodel.Server) string {
+	reqs := srv.Requests()
+	return string(reqs[len(reqs)-1].Body)
+}
+
+// TestManualCompaction: --compact ID FOCUS asks for a summary with the
+// focus, records one compaction event naming the seq it goes through, and
+// a resume in a new process sends the summary and the tail, not the turns
+// it replaced; --checkpoints still lists them.
+func TestManualCompaction(t *testing.T) {
+	srv := talk(t, 3, 0, 0)
+	work, db := t.TempDir(), filepath.Join(t.TempDir(), "s.db")
+	id, before := twoTurns(t, srv, work, db)
+	code, out, errs := run(t, srv, work, "--session-db", db, "--compact", id, "keep the file paths")
+	if code != 0 {
+		t.Fatalf("--compact: %d %s", code, errs)
+	}
+	if b := lastBody(srv); !strings.Contains(b, summaryMarker) || !strings.Contains(b, "Focus the summary on: keep the file paths") || !strings.Contains(b, "first-turn") {
+		t.Fatalf("the summary request lacks the prompt, the focus or the transcript: %s", b)
+	}
+	var res struct {
+		Seq        int64  `json:"seq"`
+		ThroughSeq int64  `json:"through_seq"`
+		Summary    string `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Summary != "SUMMARY-OF-EARLIER-TURNS" || res.ThroughSeq == 0 || res.Seq <= res.ThroughSeq {
+		t.Fatalf("--compact printed %q (%v)", out, err)
+	}
+	_, after, _ := run(t, nil, work, "--session-db", db, "--export", id)
+	if strings.Count(after, `"type":"compaction"`) != 1 ||
+		!strings.Contains(after, fmt.Sprintf(`"through_seq":%d`, res.ThroughSeq)) || !strings.Contains(after, `"focus":"keep the file paths"`) {
+		t.Fatalf("the log does not show one compaction through %d:\n%s", res.ThroughSeq, after)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(before), "\n")[1:] {
+		if !strings.Contains(after, line) {
+			t.Fatalf("the compaction changed an earlier event: %s", line)
+		}
+	}
+	if code, _, errs := run(t, srv, work, "--session-db", db, "--resume", id, "third-turn"); code != 0 {
+		t.Fatalf("resume after --compact: %d %s", code, errs)
+	}
+	b := lastBody(srv)
+	if !strings.Contains(b, "SUMMARY-OF-EARLIER-TURNS") || strings.Contains(b, "first-turn") || !strings.Contains(b, "third-turn") || strings.Contains(b, summaryMarker) {
+		t.Fatalf("the request after the compaction is not the compacted one: %s", b)
+	}
+	_, cps, _ := run(t, nil, work, "--session-db", db, "--checkpoints", id)
+	if !strings.Contains(cps, "first-turn") || !strings.Contains(cps, "third-turn") {
+		t.Fatalf("--checkpoints lost prompts the compaction summarised: %s", cps)
+	}
+}
+
+// TestLineModeCompact: /compact in line mode compacts the session between
+// two prompts: the next request is the compacted one.
+func TestLineModeCompact(t *testing.T) {
+	srv := talk(t, 3, 0, 0)
+	work, db := t.TempDir(), filepath.Join(t.TempDir(), "s.db")
+	p := startInput(t, srv, work, nil, "first-turn\nsecond-turn\n/compact the numbers\nthird-turn\n", "--session-db", db, "--plain")
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("line mode: %v\n%s", err, p.stderr)
+	}
+	if !strings.Contains(p.stdout.String()+p.stderr.String(), "compact") {
+		t.Fatalf("line mode said nothing of the compaction:\n%s\n%s", p.stdout, p.stderr)
+	}
+	b := lastBody(srv)
+	if !strings.Contains(b, "SUMMARY-OF-EARLIER-TURNS") || strings.Contains(b, "first-turn") || !strings.Contains(b, "third-turn") {
+		t.Fatalf("the request after /compact is not the compacted one: %s", b)
+	}
+	_, export, _ := run(t, nil, work, "--session-db", db, "--export", onlySession(t, work, db))
+	if strings.Count(export, `"type":"compaction"`) != 1 || !strings.Contains(export, `"focus":"the numbers"`) {
+		t.Fatalf("the log does not show the compaction:\n%s", export)
+	}
+}
+
+// TestInterruptDuringCompaction: SIGINT while --compact waits for the
+// summary ends the run with an error saying nothing changed, the log is
+// byte for byte as it was, and the session goes on uncompacted.
+func TestInterruptDuringCompaction(t *testing.T) {
+	srv := talk(t, 3, 0, 60_000)
+	work, db := t.TempDir(), filepath.Join(t.TempDir(), "s.db")
+	id, before := twoTurns(t, srv, work, db)
+	p := start(t, srv, work, "--session-db", db, "--compact", id)
+	waitFor(t, "the summary request", func() bool { return strings.Contains(lastBody(srv), summaryMarker) })
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := p.cmd.Wait()
+	if err == nil || !strings.Contains(p.stderr.String(), "nothing was changed") {
+		t.Fatalf("an interrupted --compact: %v, stderr %s", err, p.stderr)
+	}
+	_, after, _ := run(t, nil, work, "--session-db", db, "--export", id)
+	if after != before {
+		t.Fatalf("the log changed under an interrupted compaction:\nbefore %s\nafter %s", before, after)
+	}
+	if code, _, errs := run(t, srv, work, "--session-db", db, "--resume", id, "third-turn"); code != 0 {
+		t.Fatalf("resume after the interrupt: %d %s", code, errs)
+	}
+	if b := lastBody(srv); !strings.Contains(b, "first-turn") || !strings.Contains(b, "second-turn") || strings.Contains(b, "SUMMARY-OF") {
+		t.Fatal("after the interrupt the session does not go on uncompacted")
+	}
+}

@@ -59,9 +59,10 @@
 //	"context_window": 30000,                 // tokens; larger requests get the API's "prompt is too long" 400
 //	"summary": {"marker": "…", "text": "…"}  // answers summary requests (their last user message holds marker) at any point
 //
-// and a reply may carry "thinking": "…", streamed (when the request enables
-// extended thinking) as a thinking block with a signature; see thinking.go
-// for the checks made on thinking sent back.
+// and a reply may carry "thinking": "…", streamed in the Anthropic format
+// (when the request enables extended thinking) as a thinking block with a
+// signature, and in the OpenAI format as the deltas' "reasoning_content";
+// see thinking.go for the checks made on thinking sent back.
 //
 // # Tokens and the prompt cache
 //

@@ -32,6 +32,9 @@ func openAIFrames(p *plan) []frame {
 		fs = append(fs, frame{kind: frameTail, data: []byte("data: [DONE]\n\n")})
 		return fs
 	}
+	for _, piece := range split(p.thinking, p.chunk) {
+		chunk(frameDelta, choice(map[string]any{"content": nil, "reasoning_content": piece}, nil))
+	}
 	for _, piece := range split(p.reply.Text, p.chunk) {
 		chunk(frameDelta, choice(map[string]any{"content": piece}, nil))
 	}

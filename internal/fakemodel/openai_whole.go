@@ -9,6 +9,9 @@ import (
 // answer to a request with "stream": false.
 func openAICompletion(p *plan) []byte {
 	msg := map[string]any{"role": "assistant", "content": p.reply.Text, "refusal": nil}
+	if p.thinking != "" {
+		msg["reasoning_content"] = p.thinking
+	}
 	if len(p.reply.ToolCalls) > 0 {
 		var calls []any
 		for i, tc := range p.reply.ToolCalls {

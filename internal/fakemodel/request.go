@@ -29,6 +29,9 @@ type view struct {
 	lastAssistant  []sentBlock
 	lastAssistantN int // its index among the messages
 	thinkingBlocks []sentBlock
+	// promptAfter (OpenAI) is set when a user message follows the last
+	// assistant message: a new prompt, no longer its tool use.
+	promptAfter bool
 }
 
 // sentBlock is a content block of a request, as the thinking checks read
@@ -166,6 +169,10 @@ func parseOpenAI(body []byte) (view, error) {
 			Role       string          `json:"role"`
 			Content    json.RawMessage `json:"content"`
 			ToolCallID string          `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+			Reasoning *string `json:"reasoning_content"`
 		} `json:"messages"`
 		Tools []struct {
 			Function struct {
@@ -195,11 +202,23 @@ func parseOpenAI(body []byte) (view, error) {
 		v.tools = append(v.tools, t.Function.Name)
 	}
 	var system []string
-	for _, m := range req.Messages {
+	v.lastAssistantN = -1
+	for i, m := range req.Messages {
 		switch m.Role {
 		case "system", "developer":
 			system = append(system, textOf(m.Content))
+		case "assistant":
+			// As sentBlocks: the reasoning sent back ("reasoning", absent
+			// when the field is) first, then the tool calls.
+			v.lastAssistant, v.lastAssistantN, v.promptAfter = nil, i, false
+			if m.Reasoning != nil {
+				v.lastAssistant = append(v.lastAssistant, sentBlock{Type: "reasoning", Thinking: *m.Reasoning})
+			}
+			for _, tc := range m.ToolCalls {
+				v.lastAssistant = append(v.lastAssistant, sentBlock{Type: "tool_use", ID: tc.ID})
+			}
 		case "user":
+			v.promptAfter = true
 			if text := textOf(m.Content); text != "" {
 				v.lastUser = text
 			}
@@ -246,6 +265,15 @@ func (e *Expect) check(v view, body []byte) []string {
 	for _, name := range e.Tools {
 		if !slices.Contains(v.tools, name) {
 			fails = append(fails, fmt.Sprintf("the request does not offer tool %q (it offers %q)", name, v.tools))
+		}
+	}
+	if len(e.Images) > 0 {
+		var msgs struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &msgs)
+		if got := imagesIn(msgs.Messages); !slices.Equal(got, e.Images) {
+			fails = append(fails, fmt.Sprintf("the request sends the images %q, want %q", got, e.Images))
 		}
 	}
 	return fails

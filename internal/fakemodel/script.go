@@ -128,6 +128,10 @@ type Expect struct {
 	ToolResultFor []string `json:"tool_result_for,omitempty"`
 	// Tools are names of tools the request must offer.
 	Tools []string `json:"tools,omitempty"`
+	// Images are the media types of images the request must send the
+	// model, in order, each decoding to an image of its type (see
+	// image.go).
+	Images []string `json:"images,omitempty"`
 }
 
 // Fault makes a reply fail the way a real server does.

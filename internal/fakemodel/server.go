@@ -465,7 +465,7 @@ func (s *Server) account(p *plan) {
 		p.usage.InputTokens = max(0, p.usage.InputTokens-use.read-use.write)
 		p.usage.CacheReadInputTokens, p.usage.CacheCreationInputTokens = use.read, use.write
 	}
-	if p.reply.Thinking != "" && p.view.thinking && p.view.format == FormatAnthropic {
+	if p.reply.Thinking != "" && (p.view.format == FormatOpenAI || p.view.thinking) {
 		p.thinking = p.reply.Thinking
 		for _, id := range p.toolIDs {
 			s.thought[id] = signature(p.thinking)

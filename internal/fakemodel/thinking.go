@@ -16,6 +16,10 @@ import (
 // last assistant message holds tool calls the server made after thinking
 // but does not start with that thinking block.
 
+// Signature is the signature the server gives a thinking block of this
+// text, for tests that check a block came back unchanged.
+func Signature(thinking string) string { return signature(thinking) }
+
 // signature is the signature of a thinking block's text.
 func signature(thinking string) string {
 	sum := sha256.Sum256([]byte("fakemodel thinking\x00" + thinking))
@@ -25,6 +29,9 @@ func signature(thinking string) string {
 // checkThinking returns the API's complaint about the thinking blocks of a
 // request, "" when there is none. Called with s.mu held.
 func (s *Server) checkThinking(v view) string {
+	if v.format == FormatOpenAI {
+		return s.checkReasoning(v)
+	}
 	for _, b := range v.thinkingBlocks {
 		if b.Signature != signature(b.Thinking) {
 			return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", b.msg, b.idx)
@@ -46,6 +53,33 @@ func (s *Server) checkThinking(v view) string {
 			}
 		}
 		return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with the thinking block that preceded its tool_use blocks; send the thinking blocks of the current tool use back unchanged, or disable `thinking`.", v.lastAssistantN, first)
+	}
+	return ""
+}
+
+// Reasoning (OpenAI format). A reply's Thinking is streamed as the
+// "reasoning_content" of the deltas before the content, as DeepSeek, vLLM
+// and llama.cpp send it (in a whole answer: the message's
+// "reasoning_content"). As DeepSeek's thinking mode does, the server
+// refuses a request whose last assistant message holds tool calls it made
+// after reasoning, with no prompt after it (the tool use goes on), unless
+// that message carries the same reasoning back as "reasoning_content".
+
+// checkReasoning is checkThinking for the OpenAI format. Called with s.mu
+// held.
+func (s *Server) checkReasoning(v view) string {
+	if v.promptAfter {
+		return ""
+	}
+	for _, b := range v.lastAssistant {
+		want, ok := s.thought[b.ID]
+		if b.Type != "tool_use" || !ok {
+			continue
+		}
+		if r := v.lastAssistant[0]; r.Type == "reasoning" && signature(r.Thinking) == want {
+			return ""
+		}
+		return fmt.Sprintf("messages[%d]: the assistant message that made tool calls after reasoning must carry that reasoning back unchanged as `reasoning_content` while its tool use goes on", v.lastAssistantN)
 	}
 	return ""
 }

@@ -97,3 +97,23 @@ func TestUsageByKind(t *testing.T) {
 		t.Fatalf("NoPromptCache: usage %+v, body marked: %v", third.Usage, strings.Contains(string(reqs[len(reqs)-1].Body), "cache_control"))
 	}
 }
+
+// TestUnsignedThinkingLeftOut: reasoning another provider kept (a thinking
+// block with no signature) is not sent, since the API refuses a thinking
+// block whose signature it cannot check.
+func TestUnsignedThinkingLeftOut(t *testing.T) {
+	srv := start(t, `{"replies": [{"text": "Fine."}]}`)
+	p := newProvider(t, srv, 0)
+	req := prompt("and now?")
+	req.ThinkingBudget = 2048
+	req.Messages = append([]session.Message{
+		{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: "hi"}}},
+		{Role: session.RoleAssistant, Blocks: []session.Block{{Type: session.BlockThinking, Text: "OTHER-PROVIDER-REASONING"}, {Type: session.BlockText, Text: "Hello."}}},
+	}, req.Messages...)
+	if _, _, err := collect(t, t.Context(), p, req); err != nil {
+		t.Fatalf("%v (server: %v)", err, srv.Err())
+	}
+	if b := string(srv.Requests()[0].Body); strings.Contains(b, "OTHER-PROVIDER-REASONING") {
+		t.Fatalf("the unsigned thinking was sent: %s", b)
+	}
+}

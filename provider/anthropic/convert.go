@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,8 +105,8 @@ func messages(in []provider.Message, thinking bool) ([]sdk.MessageParam, error) 
 		for j, b := range m.Blocks {
 			switch b.Type {
 			case session.BlockThinking, session.BlockRedactedThinking:
-				if !thinking || m.Role != session.RoleAssistant {
-					continue
+				if !thinking || m.Role != session.RoleAssistant || (b.Type == session.BlockThinking && b.Signature == "") {
+					continue // unsigned: another provider's reasoning, which the API would refuse
 				}
 				if b.Type == session.BlockThinking {
 					others = append(others, sdk.NewThinkingBlock(b.Signature, b.Text))
@@ -135,6 +136,10 @@ func messages(in []provider.Message, thinking bool) ([]sdk.MessageParam, error) 
 				tr := sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
 				if b.Text != "" {
 					tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Text}}}
+				}
+				for _, im := range b.Images {
+					src := sdk.Base64ImageSourceParam{Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: sdk.Base64ImageSourceMediaType(im.MediaType)}
+					tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &src}}})
 				}
 				if b.IsError {
 					tr.IsError = sdk.Bool(true)

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +55,8 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, er
 	return params, nil
 }
 
-// messages maps the system prompt and the transcript to chat messages. A
+// messages maps the system prompt and the transcript to chat messages
+// (reasoning: see reasoning.go). A
 // user message's tool results become "tool" messages, sent first (they
 // must follow the assistant message that made the calls), then its text
 // as a user message. Text blocks of one message are joined by blank
@@ -64,10 +66,12 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 	if system != "" {
 		out = append(out, sdk.SystemMessage(system))
 	}
+	prompt := lastPrompt(in)
 	for i, m := range in {
 		var texts []string
 		var calls []sdk.ChatCompletionMessageToolCallUnionParam
 		var results []sdk.ChatCompletionMessageParamUnion
+		var images []sdk.ChatCompletionContentPartUnionParam
 		for j, b := range m.Blocks {
 			switch b.Type {
 			case session.BlockText:
@@ -99,9 +103,9 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 					content = "Error: " + content
 				}
 				results = append(results, sdk.ToolMessage(content, b.ToolUseID))
+				images = append(images, imageParts(b)...)
 			case session.BlockThinking, session.BlockRedactedThinking:
-				// Another provider's thinking: Chat Completions has no place
-				// for it.
+				// Reasoning goes back below, as a field of the message.
 			default:
 				return nil, fmt.Errorf("openai: message %d, block %d: block type %q is not supported", i+1, j+1, b.Type)
 			}
@@ -110,6 +114,10 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 		switch m.Role {
 		case session.RoleUser:
 			out = append(out, results...)
+			if len(images) > 0 {
+				// Tool messages take text only: the images follow them.
+				out = append(out, sdk.UserMessage(images))
+			}
 			if text != "" {
 				out = append(out, sdk.UserMessage(text))
 			}
@@ -120,6 +128,9 @@ func messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessage
 			a := sdk.ChatCompletionAssistantMessageParam{ToolCalls: calls}
 			if text != "" {
 				a.Content.OfString = sdk.String(text)
+			}
+			if r := reasoningText(m); r != "" && i > prompt {
+				a.SetExtraFields(map[string]any{"reasoning_content": r})
 			}
 			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		default:
@@ -153,4 +164,18 @@ func toolParams(specs []provider.ToolSpec) ([]sdk.ChatCompletionToolUnionParam, 
 		out[i] = sdk.ChatCompletionFunctionTool(fn)
 	}
 	return out, nil
+}
+
+// imageParts is the images of a tool result as a user message's parts
+// (data URLs), after a line naming the call they came from.
+func imageParts(b session.Block) []sdk.ChatCompletionContentPartUnionParam {
+	if len(b.Images) == 0 {
+		return nil
+	}
+	parts := []sdk.ChatCompletionContentPartUnionParam{sdk.TextContentPart(fmt.Sprintf("The images the tool call %s returned:", b.ToolUseID))}
+	for _, im := range b.Images {
+		url := "data:" + im.MediaType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+		parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: url}))
+	}
+	return parts
 }

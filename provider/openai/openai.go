@@ -10,6 +10,8 @@
 // "tool" role messages. Finish reasons are normalised: "tool_calls" (or
 // "stop" with tool calls, as some local servers say) → provider.StopToolUse,
 // "stop" → provider.StopEndTurn, "length" → provider.StopMaxTokens.
+// Reasoning that servers send beside the content is kept as thinking (see
+// reasoning.go).
 // Transient failures are retried by provider.RetryPolicy; the SDK's own
 // retries are off. Credentials are never part of an error message.
 package openai
@@ -169,6 +171,8 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 		blocks   []session.Block
 		textAt   = -1 // the text block's index, once there is one
 		text     strings.Builder
+		thinkAt  = -1 // the reasoning's block, likewise
+		thinking strings.Builder
 		calls    = map[int64]*toolCall{} // by the server's tool call index
 		order    []*toolCall
 		finish   string
@@ -188,6 +192,14 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
 				continue // only one choice is asked for
+			}
+			if r := reasoningOf(ch.Delta.JSON.ExtraFields); r != "" {
+				if thinkAt < 0 {
+					thinkAt = len(blocks)
+					blocks = append(blocks, session.Block{Type: session.BlockThinking})
+				}
+				thinking.WriteString(r)
+				emit(provider.Delta{Index: thinkAt, Kind: provider.DeltaThinking, Text: r})
 			}
 			if content := ch.Delta.Content; content != "" {
 				if textAt < 0 {
@@ -238,6 +250,9 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 	}
 	if textAt >= 0 {
 		blocks[textAt].Text = text.String()
+	}
+	if thinkAt >= 0 {
+		blocks[thinkAt].Text = thinking.String()
 	}
 	for _, tc := range order {
 		b := &blocks[tc.block]

@@ -43,9 +43,14 @@ func (p *Provider) whole(ctx context.Context, params sdk.ChatCompletionNewParams
 		return resp, nil
 	}
 	ch := c.Choices[0]
+	if r := reasoningOf(ch.Message.JSON.ExtraFields); r != "" {
+		resp.Blocks = append(resp.Blocks, session.Block{Type: session.BlockThinking, Text: r})
+		emit(provider.Delta{Index: 0, Kind: provider.DeltaThinking, Text: r})
+	}
 	if text := ch.Message.Content; text != "" {
+		i := len(resp.Blocks)
 		resp.Blocks = append(resp.Blocks, session.Block{Type: session.BlockText, Text: text})
-		emit(provider.Delta{Index: 0, Kind: provider.DeltaText, Text: text})
+		emit(provider.Delta{Index: i, Kind: provider.DeltaText, Text: text})
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		id := tc.ID

@@ -103,6 +103,10 @@ func main() {
 				func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added: here"}}}, nil, nil
 				})
+			// The SDK sends tools/list_changed after a 10 ms debounce:
+			// waiting past it puts the notification before this result,
+			// as a server that changes its tools at once would.
+			time.Sleep(200 * time.Millisecond)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added the tool added"}}}, nil, nil
 		})
 	s.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a file.", Arguments: []*mcp.PromptArgument{{Name: "file", Required: true}, {Name: "focus"}}},
