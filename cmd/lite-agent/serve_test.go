@@ -399,3 +399,23 @@ func TestServeKilledMidToolLeavesHazard(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServeTokenFromFile: a token given in a file is the one required
+// and printed; another is refused.
+func TestServeTokenFromFile(t *testing.T) {
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	file := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(file, []byte("file-token-0123456789abcdef\n"), 0o600)
+	s := startServe(t, nil, work, db, "--token-file", file)
+	if s.token != "file-token-0123456789abcdef" {
+		t.Fatalf("printed token %q", s.token)
+	}
+	if status, body := s.call(t, "GET", "/api/sessions", nil); status != 200 {
+		t.Fatalf("with the file's token: %d %s", status, body)
+	}
+	s.token = "another-token-0123456789abcdef"
+	if status, _ := s.call(t, "GET", "/api/sessions", nil); status != 401 {
+		t.Fatalf("with another token: %d", status)
+	}
+}
