@@ -327,7 +327,7 @@ func TestShutdownFinishesOrInterrupts(t *testing.T) {
 // one server, among info reads and pending lists, start one turn; every
 // other prompt is a 409 and the log holds one new prompt.
 func TestConcurrentPromptsOneTurn(t *testing.T) {
-	m := startModel(t, fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "the one turn", DelayMS: 300})
+	m := startModel(t, fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "the one turn", DelayMS: 1500})
 	w := startWorker(t, workerOptions{model: m})
 	c := w.newSession("start")
 	var wg sync.WaitGroup

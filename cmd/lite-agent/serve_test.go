@@ -223,7 +223,7 @@ func TestServeRefusesBadSetup(t *testing.T) {
 func twoWorkers(t *testing.T, db string) {
 	m := startModel(t,
 		fakemodel.Reply{Text: "first"},
-		fakemodel.Reply{Text: "the raced turn", DelayMS: 400},
+		fakemodel.Reply{Text: "the raced turn", DelayMS: 2000}, // long enough for the other prompt to arrive under load
 	)
 	work := t.TempDir()
 	a := startServe(t, m, work, db)
