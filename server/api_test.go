@@ -160,6 +160,9 @@ func TestAuthTokenAndCookie(t *testing.T) {
 			t.Fatalf("GET %s with a wrong token: %d %s", path, r.status, r.body)
 		}
 	}
+	if r := w.callWith("GET", "/", nil, "Accept", "text/html"); r.status != 401 || !strings.Contains(string(r.body), "viewer: link") || !strings.Contains(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("a browser without the cookie: %d %v %s", r.status, r.header, r.body)
+	}
 	if r := w.callWith("POST", "/api/sessions", `{"prompt":"x"}`); r.status != 401 {
 		t.Fatalf("POST without a token: %d", r.status)
 	}

@@ -86,6 +86,11 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="lite-agent"`)
+	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && strings.Contains(r.Header.Get("Accept"), "text/html") {
+		s.render(w, http.StatusUnauthorized, "error.html", map[string]any{"Status": http.StatusUnauthorized,
+			"Error": "This viewer needs its token: open the viewer: link lite-agent serve printed when it started (it sets a cookie, then this page works)."})
+		return false
+	}
 	writeError(w, http.StatusUnauthorized, "no_token", "this server needs its token: send Authorization: Bearer TOKEN, or open the link it printed when it started", nil)
 	return false
 }

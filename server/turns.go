@@ -117,6 +117,7 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 		l.s = sess // nil on error
 		s.mu.Unlock()
 		if err != nil {
+			t.err = err // for a Shutdown that counted it already
 			release()
 			return nil, 0, err
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lite-agent/lite-agent/checkpoint/memory"
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/server"
 	"github.com/lite-agent/lite-agent/session"
@@ -327,7 +328,7 @@ func TestShutdownFinishesOrInterrupts(t *testing.T) {
 // one server, among info reads and pending lists, start one turn; every
 // other prompt is a 409 and the log holds one new prompt.
 func TestConcurrentPromptsOneTurn(t *testing.T) {
-	m := startModel(t, fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "the one turn", DelayMS: 300})
+	m := startModel(t, fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "the one turn", DelayMS: 1500})
 	w := startWorker(t, workerOptions{model: m})
 	c := w.newSession("start")
 	var wg sync.WaitGroup
@@ -453,5 +454,35 @@ func TestInfoFollowsTheLog(t *testing.T) {
 	a.must(200, "POST", "/api/sessions/"+c.Session+"/rewind", map[string]any{"seq": cps.Checkpoints[1].Seq})
 	if back := info(); back.Head != cps.Checkpoints[1].Seq {
 		t.Fatalf("info after the rewind: %+v, want head %d", back, cps.Checkpoints[1].Seq)
+	}
+}
+
+// TestTakeOverARunningTurn: on a store that holds no liveness lease, a
+// log whose last turn never ended (its process died, or runs elsewhere)
+// refuses prompts with 409 turn_running; take_over closes that turn as
+// interrupted and goes on.
+func TestTakeOverARunningTurn(t *testing.T) {
+	m := startModel(t, fakemodel.Reply{Text: "taken over"})
+	w := startWorker(t, workerOptions{model: m, store: memory.New()})
+	id := "left-running"
+	_, err := w.store.Append(context.Background(), id, 0, []session.Event{
+		session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: w.agent.Namespace(), Workdir: w.agent.Workdir()}),
+		session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "started elsewhere"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e apiErr
+	r := w.call("POST", "/api/sessions/"+id+"/prompts", map[string]any{"prompt": "go on"})
+	r.decode(t, &e)
+	if r.status != 409 || e.Code != "turn_running" || e.ActualHead == nil || *e.ActualHead != 2 || !strings.Contains(e.Error, "take_over") {
+		t.Fatalf("prompt to a running session: %d %s", r.status, r.body)
+	}
+	var c created
+	w.must(200, "POST", "/api/sessions/"+id+"/prompts", map[string]any{"prompt": "go on", "wait": true, "take_over": true}).decode(t, &c)
+	types := logTypes(t, w.store, id)
+	want := []string{"session_started", "user_prompt", "turn_interrupted", "user_prompt", "assistant_message", "turn_completed"}
+	if c.Error != "" || strings.Join(types, " ") != strings.Join(want, " ") {
+		t.Fatalf("after take_over: %+v, log %v", c, types)
 	}
 }

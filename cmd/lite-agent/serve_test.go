@@ -223,7 +223,7 @@ func TestServeRefusesBadSetup(t *testing.T) {
 func twoWorkers(t *testing.T, db string) {
 	m := startModel(t,
 		fakemodel.Reply{Text: "first"},
-		fakemodel.Reply{Text: "the raced turn", DelayMS: 400},
+		fakemodel.Reply{Text: "the raced turn", DelayMS: 2000}, // long enough for the other prompt to arrive under load
 	)
 	work := t.TempDir()
 	a := startServe(t, m, work, db)
@@ -397,5 +397,25 @@ func TestServeKilledMidToolLeavesHazard(t *testing.T) {
 	}
 	if err := m.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeTokenFromFile: a token given in a file is the one required
+// and printed; another is refused.
+func TestServeTokenFromFile(t *testing.T) {
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	file := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(file, []byte("file-token-0123456789abcdef\n"), 0o600)
+	s := startServe(t, nil, work, db, "--token-file", file)
+	if s.token != "file-token-0123456789abcdef" {
+		t.Fatalf("printed token %q", s.token)
+	}
+	if status, body := s.call(t, "GET", "/api/sessions", nil); status != 200 {
+		t.Fatalf("with the file's token: %d %s", status, body)
+	}
+	s.token = "another-token-0123456789abcdef"
+	if status, _ := s.call(t, "GET", "/api/sessions", nil); status != 401 {
+		t.Fatalf("with another token: %d", status)
 	}
 }
