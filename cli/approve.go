@@ -11,6 +11,7 @@ import (
 	cfgpkg "github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
+	"github.com/lite-agent/lite-agent/tool"
 )
 
 // approvalSettle is how long an approval must have been on a terminal
@@ -98,6 +99,9 @@ func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 	what := req.Tool + " " + short(string(req.Input), 120)
 	if req.Diff != "" {
 		what = req.Tool + " " + strings.Join(req.Paths, ", ") // the diff is shown above the question
+	}
+	if req.Kind == tool.KindNetwork {
+		what = req.Tool + " " + short(req.PermissionRequest().URL, 400)
 	}
 	if req.Server != "" {
 		_, name, _ := mcp.SplitToolName(req.Tool)

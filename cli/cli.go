@@ -197,7 +197,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model server's base `URL` (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL, else the provider's)")
-	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash, mcp (every MCP tool), mcp__SERVER or mcp__SERVER__TOOL, or all (repeatable)")
+	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash, network (web_fetch), mcp (every MCP tool), mcp__SERVER or mcp__SERVER__TOOL, or all (repeatable)")
 	fs.StringVar(&c.output, "output", "text", "one-shot output `FORMAT`: text, json (the final result) or stream-json (one event per line)")
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
@@ -317,9 +317,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	}
 	for _, a := range c.allow {
 		switch {
-		case a == "edit", a == "bash", a == "all", a == "mcp", strings.HasPrefix(a, "mcp__") && len(a) > len("mcp__"):
+		case a == "edit", a == "bash", a == "all", a == "mcp", a == "network", strings.HasPrefix(a, "mcp__") && len(a) > len("mcp__"):
 		default:
-			return nil, usagef("--allow takes edit, bash, mcp, mcp__SERVER, mcp__SERVER__TOOL or all, not %q", a)
+			return nil, usagef("--allow takes edit, bash, network, mcp, mcp__SERVER, mcp__SERVER__TOOL or all, not %q", a)
 		}
 	}
 	if c.search != "" {

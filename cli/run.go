@@ -62,6 +62,8 @@ func oneShotApproval(stderr io.Writer) liteagent.ApprovalFunc {
 		switch req.Kind {
 		case tool.KindExec:
 			flag = "bash"
+		case tool.KindNetwork:
+			flag = "network (every fetch; or a rule such as web_fetch(domain:HOST))"
 		case tool.KindMCP:
 			flag = "mcp__" + req.Server + " (that server), --allow " + req.Tool + " (that tool) or --allow mcp (every MCP tool)"
 		}

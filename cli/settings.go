@@ -78,8 +78,9 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 }
 
 // allowRules maps an --allow value to the allow rules it stands for: a
-// tool kind (edit, bash, mcp, or all three), one MCP server's tools
-// (mcp__SERVER) or one tool (mcp__SERVER__TOOL). A read-only annotation
+// tool kind (edit, bash, mcp, network, or all four), one MCP server's tools
+// (mcp__SERVER) or one tool (mcp__SERVER__TOOL). network allows every
+// web_fetch. A read-only annotation
 // alone allows nothing.
 func allowRules(value string) []permission.Rule {
 	rule := func(kind tool.Kind, pattern string) permission.Rule {
@@ -92,8 +93,10 @@ func allowRules(value string) []permission.Rule {
 		return []permission.Rule{rule(tool.KindExec, "")}
 	case "mcp":
 		return []permission.Rule{rule(tool.KindMCP, "")}
+	case "network":
+		return []permission.Rule{rule(tool.KindNetwork, "")}
 	case "all":
-		return []permission.Rule{rule(tool.KindEdit, ""), rule(tool.KindExec, ""), rule(tool.KindMCP, "")}
+		return []permission.Rule{rule(tool.KindEdit, ""), rule(tool.KindExec, ""), rule(tool.KindMCP, ""), rule(tool.KindNetwork, "")}
 	}
 	if _, _, ok := mcp.SplitToolName(value); ok {
 		return []permission.Rule{rule("", value)}
@@ -112,7 +115,7 @@ func allowsBash(allow []string) bool {
 }
 
 // tools returns the built-in tools with bash confined as the run's sandbox
-// mode says. A kernel that cannot apply it is reported once on stderr,
+// mode says, and web_fetch's redirects checked against the run's rules. A kernel that cannot apply it is reported once on stderr,
 // or is an error with require = true.
 func tools(c *config, workdir string, stderr io.Writer) ([]tool.Tool, error) {
 	mode, err := sandbox.ParseMode(c.sandboxMode)
@@ -120,6 +123,12 @@ func tools(c *config, workdir string, stderr io.Writer) ([]tool.Tool, error) {
 		return nil, usagef("%v", err)
 	}
 	all := builtin.All()
+	for i, t := range all {
+		if w, ok := t.(builtin.WebFetch); ok {
+			w.Redirect = c.rules.Redirect(w.Spec().Name)
+			all[i] = w
+		}
+	}
 	if mode == sandbox.Off {
 		return all, nil
 	}
