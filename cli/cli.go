@@ -93,6 +93,7 @@ type config struct {
 	acknowledge                                      multi
 
 	provider, model, baseURL string
+	modelGiven               bool // --model was given: it wins over a resumed session's /model
 	allow                    multi
 	output                   string
 	plain                    bool

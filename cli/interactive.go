@@ -63,6 +63,8 @@ const lineHelp = `Type a prompt and press enter. Commands:
   /compact [FOCUS]     summarise the conversation so far; the model is then sent the
                        summary and what follows (the log keeps everything)
   /new                 start a new session
+  /model [NAME]        switch to model NAME for the rest of the session (recorded, so a
+                       resume keeps it); alone, show the current model and the known ones
   /mcp                 the MCP servers: their state, tools and prompts
   /mcp__SERVER__PROMPT [ARGS]  send an MCP server's prompt (ARGS in order, or NAME=VALUE)
   /help                show this help
@@ -431,6 +433,8 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 		return m.rewind(ctx, arg)
 	case "/fork":
 		return m.fork(ctx, arg)
+	case "/model":
+		return switchModel(ctx, m.e, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "/model")), m.std.Stderr)
 	case "/mcp":
 		set, err := m.e.agent.MCP(ctx)
 		if err != nil {

@@ -51,6 +51,10 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 		e.close()
 		return nil, &liteagent.HazardError{Session: id, Hazards: hz}
 	}
+	if err := resumeModel(ctx, c, e.sess); err != nil {
+		e.close()
+		return nil, err
+	}
 	return e, nil
 }
 

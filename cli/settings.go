@@ -52,6 +52,7 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 			*v.dst = v.val.Value
 		}
 	}
+	c.modelGiven = given["model"]
 	c.noNetwork = s.SandboxNetwork.Value == "false"
 	c.requireSandbox = s.SandboxRequire.Value == "true"
 	var rules []permission.Rule
