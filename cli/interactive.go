@@ -12,6 +12,7 @@ import (
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/usercmd"
 )
 
 // lineMode is the plain interactive client: prompts and slash commands,
@@ -67,7 +68,8 @@ const lineHelp = `Type a prompt and press enter. Commands:
                        resume keeps it); alone, show the current model and the known ones
   /mcp                 the MCP servers: their state, tools and prompts
   /mcp__SERVER__PROMPT [ARGS]  send an MCP server's prompt (ARGS in order, or NAME=VALUE)
-  /help                show this help
+  /help                show this help, and your own commands: .lite-agent/commands/NAME.md
+                       in the project or your config directory is /NAME [ARGS]
   /exit                quit (so does end of input)
 Ctrl-C cancels a running turn; a second Ctrl-C quits.
 When a background job ends, what the agent does with its result is printed
@@ -91,6 +93,9 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	m.std.Stderr = m.out.stderr()
 	fmt.Fprintf(m.std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
 	reportMCP(ctx, e.agent, m.std.Stderr)
+	if _, notes := c.userCommands(e.agent.Workdir()); len(notes) > 0 {
+		printNotes(m.std.Stderr, notes)
+	}
 	if id := e.agent.SessionID(); id != "" {
 		fmt.Fprintf(m.std.Stderr, "resumed session %s\n", id)
 	}
@@ -420,6 +425,8 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 		return errQuit
 	case "/help":
 		fmt.Fprintln(m.std.Stderr, lineHelp)
+		cmds, notes := m.c.userCommands(m.e.agent.Workdir())
+		printUserCommands(m.std.Stderr, cmds, notes)
 	case "/new":
 		if err := m.e.use(ctx, ""); err != nil {
 			return err
@@ -450,6 +457,11 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 				return err
 			}
 			return m.turn(ctx, prompt)
+		}
+		name, args := splitCommand(line)
+		cmds, _ := m.c.userCommands(m.e.agent.Workdir())
+		if uc, ok := usercmd.Find(cmds, name); ok {
+			return m.turn(ctx, uc.Prompt(args))
 		}
 		return fmt.Errorf("unknown command %s; /help lists them", fields[0])
 	}
