@@ -120,6 +120,7 @@ type config struct {
 	models                  string // --models: a TOML file of context windows and prices
 	thinking                int    // --thinking: the extended thinking budget in tokens
 	reasoningEffort         string // --reasoning-effort for OpenAI-compatible servers
+	noStream                bool   // --no-stream: whole answers from OpenAI-compatible servers
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)
@@ -211,6 +212,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.models, "models", "", "a TOML `FILE` of model context windows and prices, over the built-in table")
 	fs.IntVar(&c.thinking, "thinking", 0, "extended thinking with a budget of `N` tokens (Anthropic; at least 1024)")
 	fs.StringVar(&c.reasoningEffort, "reasoning-effort", "", "reasoning `EFFORT` for OpenAI-compatible servers that take it: low, medium or high")
+	fs.BoolVar(&c.noStream, "no-stream", false, "openai provider: ask for whole answers instead of streams, for servers that cannot stream tool calls (config: no_stream = true)")
 	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	cfgpkg "github.com/lite-agent/lite-agent/config"
@@ -53,6 +54,11 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 		}
 	}
 	c.modelGiven = given["model"]
+	if given["no-stream"] {
+		s.SetString(&s.NoStream, strconv.FormatBool(c.noStream), flagSrc("no-stream"))
+	} else if s.NoStream.Set {
+		c.noStream = s.NoStream.Value == "true"
+	}
 	c.noNetwork = s.SandboxNetwork.Value == "false"
 	c.requireSandbox = s.SandboxRequire.Value == "true"
 	var rules []permission.Rule
