@@ -121,7 +121,7 @@ func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 // question has been shown for approvalSettle, are kept as the next
 // prompts: text typed ahead or by mistake never answers an approval.
 func (m *lineMode) approvalAnswer(ctx context.Context, q string) (approvalChoice, error) {
-	fmt.Fprint(m.std.Stderr, q)
+	m.question(q)
 	shown := time.Now()
 	for {
 		select {
@@ -138,7 +138,7 @@ func (m *lineMode) approvalAnswer(ctx context.Context, q string) (approvalChoice
 				m.pending = append(m.pending, l)
 				fmt.Fprintf(m.std.Stderr, "\n(kept %q as your next prompt; it does not answer the question)\n", short(l, 60))
 			}
-			fmt.Fprint(m.std.Stderr, q)
+			m.question(q)
 		case <-ctx.Done():
 			fmt.Fprintln(m.std.Stderr)
 			return approvalChoice{}, ctx.Err()

@@ -30,6 +30,9 @@ type lineMode struct {
 	failed error
 	// readErr says why lines closed before the end of input, if it did.
 	readErr <-chan error
+	// editor edits the lines on a terminal; nil when stdin is not one
+	// (lines are read as they come).
+	editor *lineEditor
 }
 
 // maxLine is the longest line the line mode reads.
@@ -80,7 +83,10 @@ func interactive(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	m := &lineMode{c: c, std: std}
-	m.lines, m.readErr = readLines(std.Stdin)
+	edit := editsLines(std)
+	if !edit {
+		m.lines, m.readErr = readLines(std.Stdin)
+	}
 	c.approve, c.input = m.approve, m.input
 	e, err := openSession(ctx, c, std)
 	if err != nil {
@@ -88,7 +94,18 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	}
 	m.e = e
 	defer func() { m.e.close() }()
+	if edit {
+		ed, err := newLineEditor(std, e.agent.Workdir())
+		if err != nil {
+			return fmt.Errorf("line editing on this terminal: %w (use a pipe for input instead)", err)
+		}
+		defer ed.close()
+		m.editor, m.lines = ed, ed.lines
+		std.Stdout, std.Stderr = ed.writer(std.Stdout), ed.writer(std.Stderr)
+		m.std = std
+	}
 	m.out = newLineOutput(std, c.output)
+	m.out.edited = edit
 	e.onBackground(m.out.background)
 	m.std.Stderr = m.out.stderr()
 	fmt.Fprintf(m.std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
@@ -170,6 +187,9 @@ func (m *lineMode) read(ctx context.Context) (string, bool) {
 		m.pending = m.pending[1:]
 		return l, true
 	}
+	if m.editor != nil {
+		m.editor.ask("> ", true)
+	}
 	select {
 	case l, ok := <-m.lines:
 		return l, ok
@@ -183,7 +203,7 @@ func (m *lineMode) read(ctx context.Context) (string, bool) {
 // ask prints a question and reads the answer; ctx ends it (a cancelled
 // turn dismisses the question).
 func (m *lineMode) ask(ctx context.Context, q string) (string, error) {
-	fmt.Fprint(m.std.Stderr, q)
+	m.question(q)
 	select {
 	case l, ok := <-m.lines:
 		if !ok {
@@ -194,6 +214,20 @@ func (m *lineMode) ask(ctx context.Context, q string) (string, error) {
 		fmt.Fprintln(m.std.Stderr)
 		return "", ctx.Err()
 	}
+}
+
+// question shows q and waits for the line that answers it; on a terminal
+// the editor shows q's last line as its prompt.
+func (m *lineMode) question(q string) {
+	if m.editor == nil {
+		fmt.Fprint(m.std.Stderr, q)
+		return
+	}
+	head, last := splitQuestion(q)
+	if head != "" {
+		fmt.Fprint(m.std.Stderr, head)
+	}
+	m.editor.ask(last, false)
 }
 
 // input answers the model's ask_user questions with a line from the user.
@@ -207,7 +241,7 @@ func (m *lineMode) input(ctx context.Context, req liteagent.InputRequest) (strin
 	if len(req.Choices) > 0 {
 		q += " (" + strings.Join(req.Choices, " / ") + ")"
 	}
-	fmt.Fprint(m.std.Stderr, q+"\n")
+	m.question(q + "\n")
 	select {
 	case l, ok := <-m.lines:
 		if !ok {
@@ -263,6 +297,7 @@ type lineOutput struct {
 	held     []Update // background updates that came after them, shown after its end
 	bg       bool     // a background completion turn is being printed
 	atPrompt bool     // "> " is the last thing on the screen
+	edited   bool     // the line editor draws "> " and the line (lineEditor)
 }
 
 func newLineOutput(std IO, format string) *lineOutput {
@@ -335,19 +370,19 @@ func (o *lineOutput) prompt() {
 }
 
 func (o *lineOutput) showPrompt() {
-	if !o.atPrompt {
+	if !o.atPrompt && !o.edited {
 		fmt.Fprint(o.errw, "> ")
-		o.atPrompt = true
 	}
+	o.atPrompt = true
 }
 
 // leavePrompt starts a new line when "> " is the last thing printed
 // (nothing was typed after it, as far as the output knows); o.mu is held.
 func (o *lineOutput) leavePrompt() {
-	if o.atPrompt {
-		o.atPrompt = false
+	if o.atPrompt && !o.edited { // the editor moves its line itself
 		fmt.Fprintln(o.errw)
 	}
+	o.atPrompt = false
 }
 
 // answered notes that the prompt got its line (got: the terminal echoed
@@ -359,6 +394,9 @@ func (o *lineOutput) answered(got bool) {
 	if got {
 		o.atPrompt = false
 		return
+	}
+	if o.edited && o.atPrompt {
+		fmt.Fprintln(o.errw) // end of input: below the editor's line
 	}
 	o.leavePrompt()
 }
