@@ -132,6 +132,11 @@ func TestLineEditingAndHistory(t *testing.T) {
 
 	x.start(env, "--plain", "--workdir", work)
 	x.waitFor("/exit to quit\n>")
+	// Ctrl-C on a typed line drops the line (and does not quit).
+	x.typeText("junk")
+	x.waitFor("> junk")
+	x.keys("C-c")
+	x.keys("Enter")
 	x.keys("Up") // /exit
 	x.waitFor("> /exit")
 	x.keys("Up")
