@@ -71,3 +71,22 @@ func (s *Session) firstEvents(id string) []session.Event {
 // windows and prices (the built-in one with Options.Models over it), a
 // copy the caller may change.
 func (a *Agent) Models() models.Table { return a.models.With(nil) }
+
+// SetModel switches the current session (a new one when there is none)
+// to model; see Session.SetModel.
+func (a *Agent) SetModel(ctx context.Context, model string) error {
+	s, err := a.current(true)
+	if err != nil {
+		return err
+	}
+	return s.SetModel(ctx, model)
+}
+
+// SessionModel returns the model the current session's turns ask for
+// (see Session.Model), or Options.Model when there is no current session.
+func (a *Agent) SessionModel() string {
+	if s, _ := a.current(false); s != nil {
+		return s.Model()
+	}
+	return a.opts.Model
+}

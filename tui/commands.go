@@ -34,6 +34,7 @@ var help = []struct{ key, what string }{
 	{"/fork [SEQ]", "continue in a copy of this session (up to SEQ)"},
 	{"/compact", "send a summary instead of the transcript so far (/compact FOCUS: what to keep)"},
 	{"/new", "start a new session"},
+	{"/model NAME", "switch the session's model (alone: show it)"},
 	{"/mcp", "the MCP servers: state, tools, prompts"},
 	{"/mcp__S__P", "send MCP server S's prompt P (ARGS after it)"},
 	{"/help", "this help, and your own commands"},
@@ -177,6 +178,8 @@ func (m *model) command(line string) tea.Cmd {
 		return m.plan(seq, "")
 	case "/mcp":
 		return m.mcpStatus()
+	case "/model":
+		return m.switchModel(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), name)))
 	case "/fork":
 		if !m.needDB(name) || !m.needSession(name) {
 			return nil

@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/tool/walk"
-	"github.com/lite-agent/lite-agent/usercmd"
 )
 
 // maxCandidates caps what a completion offers and the hint lists.
@@ -143,38 +141,10 @@ func builtinCommands() []string {
 	return out
 }
 
-// userCommands reads the user's slash commands: the workdir's
-// .lite-agent/commands, then the user's config directory.
-func (m *model) userCommands() ([]usercmd.Command, []string) {
-	return usercmd.Load(usercmd.Dirs(m.agent.Workdir(), config.UserFile()), builtinCommands())
-}
-
 func commonPrefix(a, b string) string {
 	n := 0
 	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
 	}
 	return a[:n]
-}
-
-// userHelp lists the user's commands and the notes on files not used.
-func userHelp(cmds []usercmd.Command, notes []string) string {
-	var b strings.Builder
-	if len(cmds) > 0 {
-		b.WriteString("Your commands:")
-	}
-	for _, c := range cmds {
-		name := "/" + c.Name
-		if c.ArgumentHint != "" {
-			name += " " + c.ArgumentHint
-		}
-		b.WriteString("\n  " + name + "  " + c.Description + " (" + c.Scope + ")")
-	}
-	for _, n := range notes {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString("note: " + n)
-	}
-	return b.String()
 }

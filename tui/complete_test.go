@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 var keyTab = tea.KeyPressMsg{Code: tea.KeyTab}
@@ -95,4 +96,32 @@ func TestUserCommandRunsInTheTUI(t *testing.T) {
 	d.key(keyEnter)
 	d.shows("Review main.go for bugs.")
 	d.shows("Looks fine.")
+}
+
+// TestModelCommandInTheTUI: /model NAME switches the session's model,
+// shown in the status line and recorded in the log; /model alone says it.
+func TestModelCommandInTheTUI(t *testing.T) {
+	p := &fakeProvider{replies: []provider.Response{reply(text("Hi."))}}
+	a, store := newTestAgent(t, p, nil)
+	d := drive(t, a, Options{Model: "test-model"})
+	d.typeText("/model claude-haiku-4-5")
+	d.key(keyEnter)
+	d.shows("model: claude-haiku-4-5 from the next prompt on")
+	d.shows("claude-haiku-4-5 ·")
+	d.typeText("hello")
+	d.key(keyEnter)
+	d.shows("Hi.")
+	d.typeText("/model")
+	d.key(keyEnter)
+	d.shows("model: claude-haiku-4-5 (switch with /model NAME)")
+	found := false
+	for e, err := range store.Read(t.Context(), a.SessionID(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = found || e.Type == session.TypeModelChanged
+	}
+	if !found {
+		t.Error("no model_changed event in the log")
+	}
 }
