@@ -129,7 +129,7 @@ func tailFrom(st *session.State, head, tokens int64) (int64, []session.Message) 
 // transcript is nothing but the latest compaction already). The caller
 // holds the turn.
 func (s *Session) autoCompact(ctx context.Context) error {
-	window := s.a.contextWindow()
+	window := s.a.contextWindow(s.Model())
 	if window <= 0 || s.a.opts.CompactAt < 0 {
 		return nil
 	}
@@ -144,12 +144,12 @@ func (s *Session) autoCompact(ctx context.Context) error {
 	return err
 }
 
-// contextWindow is the model's window in tokens, 0 when unknown.
-func (a *Agent) contextWindow() int {
+// contextWindow is model's window in tokens, 0 when unknown.
+func (a *Agent) contextWindow(model string) int {
 	if a.opts.ContextWindow > 0 {
 		return a.opts.ContextWindow
 	}
-	info, _ := a.models.Lookup(a.opts.Model)
+	info, _ := a.models.Lookup(model)
 	return info.Window
 }
 

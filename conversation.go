@@ -69,6 +69,7 @@ type Session struct {
 	head         int64
 	state        *session.State
 	allowed      map[string]bool // tools approved for the session
+	pendingModel string          // SetModel's model before the log exists
 	goal         string          // the prompt that started the current work
 	inBackground bool            // the running turn is a background completion turn
 	onUpdate     func(Update)    // the running Send's OnUpdate
@@ -439,13 +440,13 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 	}
 	s.mu.Lock()
 	id, head := s.id, s.head
+	var first []session.Event
+	if head == 0 {
+		first = s.firstEvents(id)
+	}
 	s.mu.Unlock()
 	if head == 0 {
-		start := mustEvent(session.TypeSessionStarted, session.SessionStarted{
-			ID: id, Namespace: s.namespace, Workdir: s.root.Dir(),
-			Provider: providerName(s.a), Model: s.a.opts.Model,
-		})
-		events = append([]session.Event{start}, events...)
+		events = append(first, events...)
 	}
 	newHead, err := s.a.store.Append(ctx, id, head, events)
 	if err != nil {
@@ -461,6 +462,7 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 		s.state.Apply(events[i])
 	}
 	s.head = newHead
+	s.pendingModel = "" // in the log now, if it was set
 	s.mu.Unlock()
 	for i := range events {
 		s.publish(Update{Session: id, Event: &events[i]})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/lite-agent/lite-agent/permission"
 	"github.com/lite-agent/lite-agent/session"
@@ -27,21 +28,30 @@ type Sandboxed interface {
 // client that offers to allow it by a rule (see permission.Suggest).
 func (r ApprovalRequest) PermissionRequest() permission.Request {
 	req := permission.Request{Tool: r.Tool, Kind: string(r.Kind), Paths: r.Paths}
-	if r.Kind == tool.KindExec {
-		req.Command = commandOf(r.Input)
+	in := argsOf(r.Input)
+	switch r.Kind {
+	case tool.KindExec:
+		req.Command = in.Command
+	case tool.KindNetwork:
+		req.URL = in.URL
 	}
 	return req
 }
 
-// commandOf returns the command field of a shell tool's input.
-func commandOf(input json.RawMessage) string {
-	var in struct {
-		Command string `json:"command"`
-	}
-	if json.Unmarshal(input, &in) != nil {
-		return ""
-	}
-	return in.Command
+// ruleArgs are the fields of a tool's input that rules match.
+type ruleArgs struct {
+	Command string `json:"command"` // a shell tool's
+	Path    string `json:"path"`    // a file tool's
+	URL     string `json:"url"`     // a network tool's
+}
+
+// argsOf returns the fields of input that rules match; a bad input has
+// none, and so matches no argument pattern.
+func argsOf(input json.RawMessage) ruleArgs {
+	var in ruleArgs
+	_ = json.Unmarshal(input, &in)
+	in.URL = strings.TrimSpace(in.URL)
+	return in
 }
 
 // ruleRequest describes a call to the permission engine: the command of
@@ -49,13 +59,13 @@ func commandOf(input json.RawMessage) string {
 // its input names).
 func (s *Session) ruleRequest(c call, spec tool.Spec, paths []string) permission.Request {
 	req := permission.Request{Tool: c.name, Kind: string(spec.Kind), Paths: paths}
-	var in struct {
-		Command string `json:"command"`
-		Path    string `json:"path"`
-	}
-	_ = json.Unmarshal(c.input, &in) // a bad input matches no argument pattern
-	if spec.Kind == tool.KindExec {
+	in := argsOf(c.input)
+	switch spec.Kind {
+	case tool.KindExec:
 		req.Command = in.Command
+	case tool.KindNetwork:
+		req.URL = in.URL
+		return req
 	}
 	if len(paths) == 0 && spec.Kind != tool.KindExec {
 		p := in.Path

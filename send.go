@@ -164,7 +164,7 @@ func (s *Session) request(st *session.State) provider.Request {
 	msgs := st.Transcript()
 	o := &s.a.opts
 	return provider.Request{
-		Model:           o.Model,
+		Model:           s.Model(),
 		System:          s.a.systemPrompt(st),
 		Messages:        msgs[:len(msgs):len(msgs)],
 		Tools:           s.specs,

@@ -48,7 +48,7 @@ func (s *Session) startTitle(ctx context.Context, st *session.State, prompt stri
 	tctx, cancel := context.WithTimeout(ctx, titleTimeout)
 	j := &titleJob{cancel: cancel, done: make(chan struct{})}
 	req := provider.Request{
-		Model:     a.opts.Model,
+		Model:     s.Model(),
 		System:    provider.TitleSystem,
 		Messages:  []provider.Message{{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: prompt}}}},
 		MaxTokens: titleMaxTokens,

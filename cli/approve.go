@@ -11,6 +11,7 @@ import (
 	cfgpkg "github.com/lite-agent/lite-agent/config"
 	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/permission"
+	"github.com/lite-agent/lite-agent/tool"
 )
 
 // approvalSettle is how long an approval must have been on a terminal
@@ -99,6 +100,9 @@ func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 	if req.Diff != "" {
 		what = req.Tool + " " + strings.Join(req.Paths, ", ") // the diff is shown above the question
 	}
+	if req.Kind == tool.KindNetwork {
+		what = req.Tool + " " + short(req.PermissionRequest().URL, 400)
+	}
 	if req.Server != "" {
 		_, name, _ := mcp.SplitToolName(req.Tool)
 		what = fmt.Sprintf("MCP server %s's tool %s with %s", req.Server, name, short(string(req.Input), 400))
@@ -117,7 +121,7 @@ func (c *config) approvalQuestion(req liteagent.ApprovalRequest) string {
 // question has been shown for approvalSettle, are kept as the next
 // prompts: text typed ahead or by mistake never answers an approval.
 func (m *lineMode) approvalAnswer(ctx context.Context, q string) (approvalChoice, error) {
-	fmt.Fprint(m.std.Stderr, q)
+	m.question(q)
 	shown := time.Now()
 	for {
 		select {
@@ -134,7 +138,7 @@ func (m *lineMode) approvalAnswer(ctx context.Context, q string) (approvalChoice
 				m.pending = append(m.pending, l)
 				fmt.Fprintf(m.std.Stderr, "\n(kept %q as your next prompt; it does not answer the question)\n", short(l, 60))
 			}
-			fmt.Fprint(m.std.Stderr, q)
+			m.question(q)
 		case <-ctx.Done():
 			fmt.Fprintln(m.std.Stderr)
 			return approvalChoice{}, ctx.Err()

@@ -93,6 +93,7 @@ type config struct {
 	acknowledge                                      multi
 
 	provider, model, baseURL string
+	modelGiven               bool // --model was given: it wins over a resumed session's /model
 	allow                    multi
 	output                   string
 	plain                    bool
@@ -119,6 +120,7 @@ type config struct {
 	models                  string // --models: a TOML file of context windows and prices
 	thinking                int    // --thinking: the extended thinking budget in tokens
 	reasoningEffort         string // --reasoning-effort for OpenAI-compatible servers
+	noStream                bool   // --no-stream: whole answers from OpenAI-compatible servers
 
 	approve liteagent.ApprovalFunc // set by the mode before the agent is built
 	input   liteagent.InputFunc    // likewise; nil where nobody can answer (one-shot)
@@ -197,7 +199,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai (default: anthropic, or openai when only OPENAI_API_KEY is set)")
 	fs.StringVar(&c.model, "model", "", "model `NAME` (default: claude-sonnet-4-6 for anthropic, gpt-4.1 for openai)")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model server's base `URL` (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL, else the provider's)")
-	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash, mcp (every MCP tool), mcp__SERVER or mcp__SERVER__TOOL, or all (repeatable)")
+	fs.Var(&c.allow, "allow", "let tools of `KIND` run without asking, in every mode: edit, bash, network (web_fetch), mcp (every MCP tool), mcp__SERVER or mcp__SERVER__TOOL, or all (repeatable)")
 	fs.StringVar(&c.output, "output", "text", "one-shot output `FORMAT`: text, json (the final result) or stream-json (one event per line)")
 	fs.BoolVar(&c.plain, "plain", false, "use the plain line mode even on a terminal")
 	fs.BoolVar(&c.demo, "demo", false, "run the offline demo against the bundled fake model server (no API key, no network)")
@@ -210,6 +212,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.models, "models", "", "a TOML `FILE` of model context windows and prices, over the built-in table")
 	fs.IntVar(&c.thinking, "thinking", 0, "extended thinking with a budget of `N` tokens (Anthropic; at least 1024)")
 	fs.StringVar(&c.reasoningEffort, "reasoning-effort", "", "reasoning `EFFORT` for OpenAI-compatible servers that take it: low, medium or high")
+	fs.BoolVar(&c.noStream, "no-stream", false, "openai provider: ask for whole answers instead of streams, for servers that cannot stream tool calls (config: no_stream = true)")
 	fs.BoolVar(&c.noWait, "no-wait", false, "one-shot: exit when the turn ends, stopping background jobs still running (default: wait for them and the turns their results start)")
 	return fs
 }
@@ -317,9 +320,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	}
 	for _, a := range c.allow {
 		switch {
-		case a == "edit", a == "bash", a == "all", a == "mcp", strings.HasPrefix(a, "mcp__") && len(a) > len("mcp__"):
+		case a == "edit", a == "bash", a == "all", a == "mcp", a == "network", strings.HasPrefix(a, "mcp__") && len(a) > len("mcp__"):
 		default:
-			return nil, usagef("--allow takes edit, bash, mcp, mcp__SERVER, mcp__SERVER__TOOL or all, not %q", a)
+			return nil, usagef("--allow takes edit, bash, network, mcp, mcp__SERVER, mcp__SERVER__TOOL or all, not %q", a)
 		}
 	}
 	if c.search != "" {

@@ -98,7 +98,7 @@ func runTUI(ctx context.Context, c *config, std IO, fs FullScreen) error {
 	}
 	defer func() { e.close() }()
 	err = fs.Run(ctx, e.agent, ScreenOptions{
-		SessionDB: c.sessionDB, Model: e.agent.Model(),
+		SessionDB: c.sessionDB, Model: e.agent.SessionModel(),
 		Input: std.Stdin, Output: std.Stdout, Interrupt: std.Interrupt,
 		Rules: c.rules, ProjectConfig: c.projectFile(),
 	})

@@ -12,6 +12,7 @@ import (
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/usercmd"
 )
 
 // lineMode is the plain interactive client: prompts and slash commands,
@@ -29,6 +30,9 @@ type lineMode struct {
 	failed error
 	// readErr says why lines closed before the end of input, if it did.
 	readErr <-chan error
+	// editor edits the lines on a terminal; nil when stdin is not one
+	// (lines are read as they come).
+	editor *lineEditor
 }
 
 // maxLine is the longest line the line mode reads.
@@ -63,9 +67,12 @@ const lineHelp = `Type a prompt and press enter. Commands:
   /compact [FOCUS]     summarise the conversation so far; the model is then sent the
                        summary and what follows (the log keeps everything)
   /new                 start a new session
+  /model [NAME]        switch to model NAME for the rest of the session (recorded, so a
+                       resume keeps it); alone, show the current model and the known ones
   /mcp                 the MCP servers: their state, tools and prompts
   /mcp__SERVER__PROMPT [ARGS]  send an MCP server's prompt (ARGS in order, or NAME=VALUE)
-  /help                show this help
+  /help                show this help, and your own commands: .lite-agent/commands/NAME.md
+                       in the project or your config directory is /NAME [ARGS]
   /exit                quit (so does end of input)
 Ctrl-C cancels a running turn; a second Ctrl-C quits.
 When a background job ends, what the agent does with its result is printed
@@ -76,7 +83,10 @@ func interactive(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	m := &lineMode{c: c, std: std}
-	m.lines, m.readErr = readLines(std.Stdin)
+	edit := editsLines(std)
+	if !edit {
+		m.lines, m.readErr = readLines(std.Stdin)
+	}
 	c.approve, c.input = m.approve, m.input
 	e, err := openSession(ctx, c, std)
 	if err != nil {
@@ -84,11 +94,25 @@ func interactive(ctx context.Context, c *config, std IO) error {
 	}
 	m.e = e
 	defer func() { m.e.close() }()
+	if edit {
+		ed, err := newLineEditor(std, e.agent.Workdir())
+		if err != nil {
+			return fmt.Errorf("line editing on this terminal: %w (use a pipe for input instead)", err)
+		}
+		defer ed.close()
+		m.editor, m.lines = ed, ed.lines
+		std.Stdout, std.Stderr = ed.writer(std.Stdout), ed.writer(std.Stderr)
+		m.std = std
+	}
 	m.out = newLineOutput(std, c.output)
+	m.out.edited = edit
 	e.onBackground(m.out.background)
 	m.std.Stderr = m.out.stderr()
 	fmt.Fprintf(m.std.Stderr, "lite-agent in %s; /help for commands, /exit to quit\n", e.agent.Workdir())
 	reportMCP(ctx, e.agent, m.std.Stderr)
+	if _, notes := c.userCommands(e.agent.Workdir()); len(notes) > 0 {
+		printNotes(m.std.Stderr, notes)
+	}
 	if id := e.agent.SessionID(); id != "" {
 		fmt.Fprintf(m.std.Stderr, "resumed session %s\n", id)
 	}
@@ -163,6 +187,9 @@ func (m *lineMode) read(ctx context.Context) (string, bool) {
 		m.pending = m.pending[1:]
 		return l, true
 	}
+	if m.editor != nil {
+		m.editor.ask("> ", true)
+	}
 	select {
 	case l, ok := <-m.lines:
 		return l, ok
@@ -176,7 +203,7 @@ func (m *lineMode) read(ctx context.Context) (string, bool) {
 // ask prints a question and reads the answer; ctx ends it (a cancelled
 // turn dismisses the question).
 func (m *lineMode) ask(ctx context.Context, q string) (string, error) {
-	fmt.Fprint(m.std.Stderr, q)
+	m.question(q)
 	select {
 	case l, ok := <-m.lines:
 		if !ok {
@@ -187,6 +214,20 @@ func (m *lineMode) ask(ctx context.Context, q string) (string, error) {
 		fmt.Fprintln(m.std.Stderr)
 		return "", ctx.Err()
 	}
+}
+
+// question shows q and waits for the line that answers it; on a terminal
+// the editor shows q's last line as its prompt.
+func (m *lineMode) question(q string) {
+	if m.editor == nil {
+		fmt.Fprint(m.std.Stderr, q)
+		return
+	}
+	head, last := splitQuestion(q)
+	if head != "" {
+		fmt.Fprint(m.std.Stderr, head)
+	}
+	m.editor.ask(last, false)
 }
 
 // input answers the model's ask_user questions with a line from the user.
@@ -200,7 +241,7 @@ func (m *lineMode) input(ctx context.Context, req liteagent.InputRequest) (strin
 	if len(req.Choices) > 0 {
 		q += " (" + strings.Join(req.Choices, " / ") + ")"
 	}
-	fmt.Fprint(m.std.Stderr, q+"\n")
+	m.question(q + "\n")
 	select {
 	case l, ok := <-m.lines:
 		if !ok {
@@ -256,6 +297,7 @@ type lineOutput struct {
 	held     []Update // background updates that came after them, shown after its end
 	bg       bool     // a background completion turn is being printed
 	atPrompt bool     // "> " is the last thing on the screen
+	edited   bool     // the line editor draws "> " and the line (lineEditor)
 }
 
 func newLineOutput(std IO, format string) *lineOutput {
@@ -328,19 +370,19 @@ func (o *lineOutput) prompt() {
 }
 
 func (o *lineOutput) showPrompt() {
-	if !o.atPrompt {
+	if !o.atPrompt && !o.edited {
 		fmt.Fprint(o.errw, "> ")
-		o.atPrompt = true
 	}
+	o.atPrompt = true
 }
 
 // leavePrompt starts a new line when "> " is the last thing printed
 // (nothing was typed after it, as far as the output knows); o.mu is held.
 func (o *lineOutput) leavePrompt() {
-	if o.atPrompt {
-		o.atPrompt = false
+	if o.atPrompt && !o.edited { // the editor moves its line itself
 		fmt.Fprintln(o.errw)
 	}
+	o.atPrompt = false
 }
 
 // answered notes that the prompt got its line (got: the terminal echoed
@@ -352,6 +394,9 @@ func (o *lineOutput) answered(got bool) {
 	if got {
 		o.atPrompt = false
 		return
+	}
+	if o.edited && o.atPrompt {
+		fmt.Fprintln(o.errw) // end of input: below the editor's line
 	}
 	o.leavePrompt()
 }
@@ -418,6 +463,8 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 		return errQuit
 	case "/help":
 		fmt.Fprintln(m.std.Stderr, lineHelp)
+		cmds, notes := m.c.userCommands(m.e.agent.Workdir())
+		printUserCommands(m.std.Stderr, cmds, notes)
 	case "/new":
 		if err := m.e.use(ctx, ""); err != nil {
 			return err
@@ -431,6 +478,8 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 		return m.rewind(ctx, arg)
 	case "/fork":
 		return m.fork(ctx, arg)
+	case "/model":
+		return switchModel(ctx, m.e, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "/model")), m.std.Stderr)
 	case "/mcp":
 		sets, err := m.e.agent.MCPSets(ctx)
 		if err != nil {
@@ -446,6 +495,11 @@ func (m *lineMode) command(ctx context.Context, line string) error {
 				return err
 			}
 			return m.turn(ctx, prompt)
+		}
+		name, args := splitCommand(line)
+		cmds, _ := m.c.userCommands(m.e.agent.Workdir())
+		if uc, ok := usercmd.Find(cmds, name); ok {
+			return m.turn(ctx, uc.Prompt(args))
 		}
 		return fmt.Errorf("unknown command %s; /help lists them", fields[0])
 	}

@@ -39,9 +39,12 @@ func newProvider(c *config) (provider.Provider, string, error) {
 		if key == "" && base == "" {
 			return nil, "", missingKey("OPENAI_API_KEY", "openai")
 		}
-		p, err := openai.New(&openai.Options{APIKey: key, BaseURL: base, IdleTimeout: idleTimeout(c)})
+		p, err := openai.New(&openai.Options{APIKey: key, BaseURL: base, IdleTimeout: idleTimeout(c), NoStream: c.noStream})
 		return p, model, err
 	default:
+		if c.noStream {
+			return nil, "", usagef("--no-stream (no_stream in a config file) is for the openai provider; the anthropic provider always streams: drop it, or add --provider openai")
+		}
 		model := c.model
 		if model == "" {
 			model = defaultAnthropicModel

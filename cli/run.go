@@ -51,6 +51,10 @@ func openSession(ctx context.Context, c *config, std IO) (*env, error) {
 		e.close()
 		return nil, &liteagent.HazardError{Session: id, Hazards: hz}
 	}
+	if err := resumeModel(ctx, c, e.sess); err != nil {
+		e.close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -62,6 +66,8 @@ func oneShotApproval(stderr io.Writer) liteagent.ApprovalFunc {
 		switch req.Kind {
 		case tool.KindExec:
 			flag = "bash"
+		case tool.KindNetwork:
+			flag = "network (every fetch; or a rule such as web_fetch(domain:HOST))"
 		case tool.KindMCP:
 			flag = "mcp__" + req.Server + " (that server), --allow " + req.Tool + " (that tool) or --allow mcp (every MCP tool)"
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	cfgpkg "github.com/lite-agent/lite-agent/config"
@@ -52,6 +53,12 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 			*v.dst = v.val.Value
 		}
 	}
+	c.modelGiven = given["model"]
+	if given["no-stream"] {
+		s.SetString(&s.NoStream, strconv.FormatBool(c.noStream), flagSrc("no-stream"))
+	} else if s.NoStream.Set {
+		c.noStream = s.NoStream.Value == "true"
+	}
 	c.noNetwork = s.SandboxNetwork.Value == "false"
 	c.requireSandbox = s.SandboxRequire.Value == "true"
 	var rules []permission.Rule
@@ -78,8 +85,9 @@ func applySettings(c *config, given map[string]bool, stderr io.Writer) error {
 }
 
 // allowRules maps an --allow value to the allow rules it stands for: a
-// tool kind (edit, bash, mcp, or all three), one MCP server's tools
-// (mcp__SERVER) or one tool (mcp__SERVER__TOOL). A read-only annotation
+// tool kind (edit, bash, mcp, network, or all four), one MCP server's tools
+// (mcp__SERVER) or one tool (mcp__SERVER__TOOL). network allows every
+// web_fetch. A read-only annotation
 // alone allows nothing.
 func allowRules(value string) []permission.Rule {
 	rule := func(kind tool.Kind, pattern string) permission.Rule {
@@ -92,8 +100,10 @@ func allowRules(value string) []permission.Rule {
 		return []permission.Rule{rule(tool.KindExec, "")}
 	case "mcp":
 		return []permission.Rule{rule(tool.KindMCP, "")}
+	case "network":
+		return []permission.Rule{rule(tool.KindNetwork, "")}
 	case "all":
-		return []permission.Rule{rule(tool.KindEdit, ""), rule(tool.KindExec, ""), rule(tool.KindMCP, "")}
+		return []permission.Rule{rule(tool.KindEdit, ""), rule(tool.KindExec, ""), rule(tool.KindMCP, ""), rule(tool.KindNetwork, "")}
 	}
 	if _, _, ok := mcp.SplitToolName(value); ok {
 		return []permission.Rule{rule("", value)}
@@ -112,7 +122,7 @@ func allowsBash(allow []string) bool {
 }
 
 // tools returns the built-in tools with bash confined as the run's sandbox
-// mode says. A kernel that cannot apply it is reported once on stderr,
+// mode says, and web_fetch's redirects checked against the run's rules. A kernel that cannot apply it is reported once on stderr,
 // or is an error with require = true.
 func tools(c *config, workdir string, stderr io.Writer) ([]tool.Tool, error) {
 	mode, err := sandbox.ParseMode(c.sandboxMode)
@@ -120,6 +130,12 @@ func tools(c *config, workdir string, stderr io.Writer) ([]tool.Tool, error) {
 		return nil, usagef("%v", err)
 	}
 	all := builtin.All()
+	for i, t := range all {
+		if w, ok := t.(builtin.WebFetch); ok {
+			w.Redirect = c.rules.Redirect(w.Spec().Name)
+			all[i] = w
+		}
+	}
 	if mode == sandbox.Off {
 		return all, nil
 	}

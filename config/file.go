@@ -14,10 +14,13 @@ import (
 
 // File is one configuration file as written. Empty fields are unset.
 type File struct {
-	Provider    string      `toml:"provider"`
-	Model       string      `toml:"model"`
-	BaseURL     string      `toml:"base_url"`
-	SessionDB   string      `toml:"session_db"`
+	Provider  string `toml:"provider"`
+	Model     string `toml:"model"`
+	BaseURL   string `toml:"base_url"`
+	SessionDB string `toml:"session_db"`
+	// NoStream asks OpenAI-compatible servers for whole answers (the
+	// command line's --no-stream).
+	NoStream    *bool       `toml:"no_stream"`
 	Permissions Permissions `toml:"permissions"`
 	Sandbox     Sandbox     `toml:"sandbox"`
 	MCP         MCP         `toml:"mcp"`

@@ -59,6 +59,7 @@ type Config struct {
 	Provider, Model, BaseURL, SessionDB Value
 	SandboxMode, SandboxNetwork         Value
 	SandboxRequire                      Value
+	NoStream                            Value // "true" or "false" when set
 	// Rules from every level, user first, then project, then flags.
 	Rules []SourcedRule
 	// Servers by name; a project server replaces a user one of that name.
@@ -169,6 +170,9 @@ func (c *Config) apply(f *File, src Source) {
 	if f.Sandbox.Network != nil {
 		c.SetString(&c.SandboxNetwork, strconv.FormatBool(*f.Sandbox.Network), src)
 	}
+	if f.NoStream != nil {
+		c.SetString(&c.NoStream, strconv.FormatBool(*f.NoStream), src)
+	}
 	if f.Sandbox.Require != nil {
 		c.SetString(&c.SandboxRequire, strconv.FormatBool(*f.Sandbox.Require), src)
 	}
@@ -203,6 +207,7 @@ func (c *Config) Print(w io.Writer) {
 	}{{"provider", c.Provider}, {"model", c.Model}, {"base_url", c.BaseURL}, {"session_db", c.SessionDB}} {
 		printValue(w, kv.key, kv.v, true)
 	}
+	printValue(w, "no_stream", c.NoStream, false)
 	fmt.Fprintln(w, "\n[permissions]")
 	for _, list := range []string{"allow", "ask", "deny"} {
 		fmt.Fprintf(w, "%s = [\n", list)

@@ -62,6 +62,11 @@ type Request struct {
 	// Paths are the workdir-relative, slash-separated paths the call
 	// touches, where known.
 	Paths []string
+	// URL is the address a network tool (web_fetch) reaches; "" for
+	// other tools. A rule's argument matches it as domain:HOST (the host
+	// and its subdomains; domain:HOST:PORT names one port) or as a
+	// pattern over the whole URL, * being any text.
+	URL string
 }
 
 // Decision is the engine's answer. Effect None means no rule matched and
@@ -167,6 +172,8 @@ func (e *Engine) Decide(req Request) Decision {
 			p, unparsed = []string{req.Command}, true
 		}
 		parts = p
+	} else if req.URL != "" {
+		parts = []string{req.URL}
 	} else {
 		parts = req.Paths
 	}
@@ -191,7 +198,7 @@ func (e *Engine) Decide(req Request) Decision {
 			continue
 		}
 		for j, part := range parts {
-			if !c.matchPart(shell, part) {
+			if !c.matchPart(req, part) {
 				continue
 			}
 			if c.Effect == Allow {
@@ -245,9 +252,12 @@ func (c compiled) covers(req Request) bool {
 	return c.pat.matchesTool(req.Tool)
 }
 
-func (c compiled) matchPart(shell bool, part string) bool {
-	if shell {
+func (c compiled) matchPart(req Request, part string) bool {
+	switch {
+	case req.Command != "":
 		return c.cmd.MatchString(part)
+	case req.URL != "":
+		return matchURL(c.pat.Arg, c.cmd, part)
 	}
 	return matchPath(c.pat.Arg, part)
 }

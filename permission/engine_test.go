@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -232,6 +233,87 @@ func FuzzCommandParts(f *testing.F) {
 	})
 }
 
+func fetch(u string) Request { return Request{Tool: "web_fetch", Kind: "network", URL: u} }
+
+func TestDecideURLs(t *testing.T) {
+	e := rules(t,
+		"allow web_fetch(domain:example.com)",
+		"allow web_fetch(domain:127.0.0.1:8080)",
+		"allow web_fetch(https://pkg.go.dev/*)",
+		"deny web_fetch(domain:evil.example.com)",
+		"ask web_fetch(domain:ask.example.com)",
+	)
+	for _, tc := range []struct {
+		url  string
+		want Effect
+		rule string
+	}{
+		{"https://example.com/", Allow, "web_fetch(domain:example.com)"},
+		{"https://EXAMPLE.com:8443/x", Allow, "web_fetch(domain:example.com)"},
+		{"https://docs.example.com/x", Allow, "web_fetch(domain:example.com)"},
+		{"https://notexample.com/", None, ""},
+		{"https://example.com.evil.net/", None, ""},
+		{"https://evil.example.com/x", Deny, "web_fetch(domain:evil.example.com)"},
+		{"https://a.evil.example.com/x", Deny, "web_fetch(domain:evil.example.com)"},
+		{"https://ask.example.com/", Ask, "web_fetch(domain:ask.example.com)"},
+		{"http://127.0.0.1:8080/page", Allow, "web_fetch(domain:127.0.0.1:8080)"},
+		{"http://127.0.0.1:8081/page", None, ""},
+		{"http://127.0.0.1/page", None, ""},
+		{"https://pkg.go.dev/net/http", Allow, "web_fetch(https://pkg.go.dev/*)"},
+		{"http://pkg.go.dev/net/http", None, ""},
+		{"not a url", None, ""},
+	} {
+		d := e.Decide(fetch(tc.url))
+		if d.Effect != tc.want || (tc.rule != "" && d.Rule.Pattern != tc.rule) {
+			t.Errorf("%s: got %q by %q, want %q by %q", tc.url, d.Effect, d.Rule.Pattern, tc.want, tc.rule)
+		}
+	}
+	// A rule about paths or commands never matches a URL.
+	e = rules(t, "allow web_fetch(**)")
+	if d := e.Decide(fetch("https://example.com/a")); d.Effect != Allow {
+		t.Errorf("web_fetch(**) as a URL pattern: got %q", d.Effect)
+	}
+	if d := rules(t, "allow web_fetch").Decide(fetch("https://x.org/")); d.Effect != Allow {
+		t.Errorf("a rule without argument covers every URL: got %q", d.Effect)
+	}
+}
+
+func TestRedirectPolicy(t *testing.T) {
+	e := rules(t, "allow web_fetch(domain:docs.example.com)", "deny web_fetch(domain:evil.example.com)", "ask web_fetch(domain:ask.example.com)")
+	u := func(s string) *url.URL {
+		v, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	from := u("https://example.com/a")
+	for _, tc := range []struct{ to, err string }{
+		{"https://example.com/b", ""},
+		{"https://docs.example.com/b", ""},
+		{"https://evil.example.com/b", "a permission rule denies it (deny rule web_fetch(domain:evil.example.com) (test))"},
+		{"https://ask.example.com/b", "a permission rule asks the user first (ask rule web_fetch(domain:ask.example.com) (test))"},
+		{"https://example.org/b", "it is another host, and no permission rule allows it"},
+		{"https://example.com:8443/b", "it is another host, and no permission rule allows it"},
+	} {
+		err := e.Redirect("web_fetch")(from, u(tc.to))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.err {
+			t.Errorf("redirect to %s: got %q, want %q", tc.to, got, tc.err)
+		}
+	}
+	var none *Engine
+	if err := none.Redirect("web_fetch")(from, u("https://example.com/c")); err != nil {
+		t.Errorf("nil engine, same host: %v", err)
+	}
+	if err := none.Redirect("web_fetch")(from, u("https://example.org/c")); err == nil {
+		t.Error("nil engine followed a redirect to another host")
+	}
+}
+
 func TestSuggestAllowsTheCall(t *testing.T) {
 	for _, tc := range []struct {
 		req           Request
@@ -241,6 +323,7 @@ func TestSuggestAllowsTheCall(t *testing.T) {
 		{bash("go test ./... && git status"), []string{"bash(go test ./...)", "bash(git status)"}, []string{"bash(go test *)", "bash(git status *)"}, bash("go test -run X")},
 		{bash("rm -f hello.txt"), []string{"bash(rm -f hello.txt)"}, []string{"bash(rm *)"}, bash("rm other")},
 		{Request{Tool: "edit", Kind: "edit", Paths: []string{"docs/a/b.md"}}, []string{"edit(docs/a/b.md)"}, []string{"edit(docs/a/**)"}, Request{Tool: "edit", Kind: "edit", Paths: []string{"docs/a/c.md"}}},
+		{fetch("https://docs.example.com/a?b=1"), []string{"web_fetch(https://docs.example.com/a?b=1)"}, []string{"web_fetch(domain:docs.example.com)"}, fetch("http://docs.example.com:8080/other")},
 		{Request{Tool: "mcp__x__y", Kind: "exec"}, []string{"mcp__x__y"}, []string{"mcp__x__y"}, Request{Tool: "mcp__x__y", Kind: "exec"}},
 	} {
 		s := Suggest(tc.req)

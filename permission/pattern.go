@@ -3,6 +3,8 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"path"
 	"regexp"
 	"strings"
@@ -96,4 +98,60 @@ func commandRE(arg string) (*regexp.Regexp, error) {
 func matchPath(glob, p string) bool {
 	ok, err := doublestar.Match(glob, p)
 	return err == nil && ok
+}
+
+// matchURL matches a network rule's argument against a URL: domain:HOST
+// covers the host and its subdomains on any port, domain:HOST:PORT that
+// port only, and any other argument is a pattern over the whole URL
+// (cmd, compiled by commandRE). A URL that does not parse matches only
+// the whole-URL pattern.
+func matchURL(arg string, cmd *regexp.Regexp, raw string) bool {
+	domain, ok := strings.CutPrefix(arg, "domain:")
+	if !ok {
+		return cmd.MatchString(raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	domain = strings.ToLower(strings.TrimSpace(domain))
+	host := strings.ToLower(u.Hostname())
+	if _, _, err := net.SplitHostPort(domain); err == nil {
+		host = strings.ToLower(u.Host)
+		if u.Port() == "" {
+			host = net.JoinHostPort(u.Hostname(), defaultPort(u.Scheme))
+		}
+	}
+	return host == domain || strings.HasSuffix(host, "."+domain)
+}
+
+// defaultPort is the port a URL of scheme reaches when it names none.
+func defaultPort(scheme string) string {
+	if scheme == "http" {
+		return "80"
+	}
+	return "443"
+}
+
+// Redirect returns a redirect policy for the network tool named tool
+// (builtin.WebFetch's Redirect field): a redirect a rule denies or asks
+// about is not followed, one a rule allows is, and one no rule names is
+// followed to the same host and port only. The error says why, for the
+// model. A nil engine follows the same host only.
+func (e *Engine) Redirect(tool string) func(from, to *url.URL) error {
+	return func(from, to *url.URL) error {
+		d := e.Decide(Request{Tool: tool, Kind: "network", URL: to.String()})
+		switch d.Effect {
+		case Deny:
+			return fmt.Errorf("a permission rule denies it (%s)", d.Reason())
+		case Ask:
+			return fmt.Errorf("a permission rule asks the user first (%s)", d.Reason())
+		case Allow:
+			return nil
+		}
+		if strings.EqualFold(from.Host, to.Host) {
+			return nil
+		}
+		return errors.New("it is another host, and no permission rule allows it")
+	}
 }

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"net/url"
 	"path"
 	"regexp"
 	"strings"
@@ -27,7 +28,7 @@ var withSubcommands = map[string]bool{
 
 // Suggest returns patterns that would allow req: exactly, and as a pattern
 // a user can read (a command with its subcommand and any arguments, a
-// file's directory). Tools with no argument get their name for both.
+// file's directory, a URL's host). Tools with no argument get their name for both.
 func Suggest(req Request) Suggestion {
 	var s Suggestion
 	switch {
@@ -48,6 +49,13 @@ func Suggest(req Request) Suggestion {
 				prefix += " " + words[1]
 			}
 			s.Pattern = appendNew(s.Pattern, seen, req.Tool+"("+prefix+" *)")
+		}
+	case req.URL != "":
+		// The exact URL, and its host on any port.
+		s.Exact = []string{req.Tool + "(" + req.URL + ")"}
+		s.Pattern = []string{req.Tool}
+		if u, err := url.Parse(req.URL); err == nil && u.Hostname() != "" {
+			s.Pattern = []string{req.Tool + "(domain:" + strings.ToLower(u.Hostname()) + ")"}
 		}
 	case len(req.Paths) > 0:
 		seen, seenDir := map[string]bool{}, map[string]bool{}

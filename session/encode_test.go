@@ -47,6 +47,7 @@ func goldenEvents() map[string]Event {
 		"permission_decided":   ev(14, TypePermissionDecided, PermissionDecided{CallID: "call_4", Tool: "bash", Effect: "deny", Rule: "bash(git push *)", Source: "project /work/app/.lite-agent/config.toml", Reason: "pushes go through CI"}),
 		"tool_started_sandbox": ev(15, TypeToolStarted, ToolStarted{CallID: "call_5", Tool: "bash", Input: json.RawMessage(`{"command":"go test ./..."}`), Approval: "rule", Sandbox: "workspace-write"}),
 		"session_titled":       ev(14, TypeSessionTitled, SessionTitled{Title: "Refactor auth to contexts", By: TitleByModel}),
+		"model_changed":        ev(16, TypeModelChanged, ModelChanged{Model: "claude-opus-4-1", From: "claude-sonnet-4-6", Provider: "anthropic"}),
 	}
 }
 

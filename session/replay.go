@@ -78,6 +78,8 @@ type State struct {
 	// lastUsage is the usage of the latest assistant message after the
 	// latest compaction.
 	lastUsage Usage
+	// model is the latest model_changed (model.go).
+	model ModelChanged
 }
 
 // Replay folds a whole log.
@@ -206,6 +208,8 @@ func (s *State) Apply(e Event) {
 		if e.Decode(&p) == nil {
 			s.context = &p
 		}
+	case TypeModelChanged:
+		s.applyModel(e)
 	case TypeCompaction:
 		s.Summary.Apply(e)
 		var p Compaction

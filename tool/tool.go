@@ -22,6 +22,9 @@ const (
 	KindEdit Kind = "edit" // changes files it names: needs approval ("edit")
 	KindExec Kind = "exec" // runs commands, may change anything: needs approval ("bash")
 	KindMCP  Kind = "mcp"  // a tool of an MCP server, which may do anything: needs approval ("mcp")
+	// KindNetwork reaches a URL outside the machine (web_fetch): needs
+	// approval ("network"); rules match its URL (web_fetch(domain:HOST)).
+	KindNetwork Kind = "network"
 )
 
 // Spec describes a tool to the model and to the approval policy.

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/usercmd"
 )
 
 // help lists the keys and commands, in two columns when the screen is
@@ -24,6 +25,7 @@ var help = []struct{ key, what string }{
 	{"ctrl+c", "cancel the turn; twice: quit"},
 	{"ctrl+z", "suspend (fg to come back)"},
 	{"ctrl+t", "show / hide the task list"},
+	{"tab", "complete a path after @, a command after /"},
 	{"y / a / n", "allow a tool call once / for this session / deny it"},
 	{"Commands:", ""},
 	{"/sessions", "switch to another session of this workspace"},
@@ -32,9 +34,10 @@ var help = []struct{ key, what string }{
 	{"/fork [SEQ]", "continue in a copy of this session (up to SEQ)"},
 	{"/compact", "send a summary instead of the transcript so far (/compact FOCUS: what to keep)"},
 	{"/new", "start a new session"},
+	{"/model NAME", "switch the session's model (alone: show it)"},
 	{"/mcp", "the MCP servers: state, tools, prompts"},
 	{"/mcp__S__P", "send MCP server S's prompt P (ARGS after it)"},
-	{"/help", "this help"},
+	{"/help", "this help, and your own commands"},
 	{"/exit", "quit"},
 }
 
@@ -138,6 +141,9 @@ func (m *model) command(line string) tea.Cmd {
 		return nil
 	case "/help":
 		m.tr.notice(helpText(m.width))
+		if cmds, notes := m.userCommands(); len(cmds)+len(notes) > 0 {
+			m.tr.notice(userHelp(cmds, notes))
+		}
 		return nil
 	}
 	if m.busy || m.op != "" {
@@ -172,6 +178,8 @@ func (m *model) command(line string) tea.Cmd {
 		return m.plan(seq, "")
 	case "/mcp":
 		return m.mcpStatus()
+	case "/model":
+		return m.switchModel(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), name)))
 	case "/fork":
 		if !m.needDB(name) || !m.needSession(name) {
 			return nil
@@ -194,6 +202,11 @@ func (m *model) command(line string) tea.Cmd {
 	}
 	if strings.HasPrefix(name, "/mcp__") {
 		return m.mcpPrompt(line)
+	}
+	cmds, _ := m.userCommands()
+	if uc, ok := usercmd.Find(cmds, strings.TrimPrefix(name, "/")); ok {
+		_, args, _ := strings.Cut(strings.TrimSpace(line), " ")
+		return m.startTurn(uc.Prompt(args))
 	}
 	m.tr.fail("unknown command " + name + "; /help lists them")
 	return nil

@@ -412,6 +412,10 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "enter":
 		return m.submit()
+	case "tab":
+		if m.complete() {
+			return nil
+		}
 	case "pgup":
 		m.scrollUp(max(1, m.transcriptRows()-2))
 		return nil

@@ -164,3 +164,43 @@ func TestOpenAIServerThatCannotStreamToolCalls(t *testing.T) {
 		t.Errorf("made.txt = %q, %v", b, err)
 	}
 }
+
+// TestOpenAINoStreamFlag: with --no-stream (or no_stream = true in a
+// config file) every request asks for a whole answer, so a server that
+// cannot stream tool calls is asked once per step; the flag is refused
+// with the anthropic provider.
+func TestOpenAINoStreamFlag(t *testing.T) {
+	for _, how := range []string{"flag", "config"} {
+		t.Run(how, func(t *testing.T) {
+			args := []string{"--provider", "openai", "--model", "local", "--allow", "edit"}
+			projectText := "no_stream = true\n"
+			if how == "flag" {
+				args, projectText = append(args, "--no-stream"), ""
+			}
+			work := project(t, "", projectText)
+			call := fakemodel.Reply{NoStreamToolCalls: true, ToolCalls: []fakemodel.ToolCall{toolCall("w1", "write", map[string]string{"path": "made.txt", "content": "made\n"})}}
+			answer := fakemodel.Reply{NoStreamToolCalls: true, Text: "Made it."}
+			srv := startModel(t, call, answer)
+			r := liteAgent(t, srv, work, "", []string{"OPENAI_BASE_URL=" + srv.OpenAIURL(), "XDG_CONFIG_HOME=" + configHome}, append(args, "make a file")...)
+			if r.code != 0 || !strings.Contains(r.stdout, "Made it.") {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.errs)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2 (one whole answer per step)", len(reqs))
+			}
+			for i, req := range reqs {
+				if strings.Contains(string(req.Body), `"stream":true`) {
+					t.Errorf("request %d asked for a stream: %s", i+1, req.Body)
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(work, "made.txt")); err != nil || string(b) != "made\n" {
+				t.Errorf("made.txt = %q, %v", b, err)
+			}
+		})
+	}
+	r := liteAgent(t, nil, t.TempDir(), "", []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1"}, "--no-stream", "hi")
+	if r.code != 2 || !strings.Contains(r.errs, "--no-stream (no_stream in a config file) is for the openai provider") {
+		t.Errorf("--no-stream with anthropic: exit %d, stderr %q", r.code, r.errs)
+	}
+}

@@ -16,11 +16,11 @@ import (
 	"github.com/lite-agent/lite-agent/tool"
 )
 
-// All returns the built-in file and shell tools with their default
+// All returns the built-in file, shell and web tools with their default
 // settings, in the order they are offered to the model. Tools that need
 // session state (the todo list) are not here: the agent adds them.
 func All() []tool.Tool {
-	return []tool.Tool{Read{}, Write{}, Edit{}, Delete{}, Glob{}, Grep{}, LS{}, Bash{}}
+	return []tool.Tool{Read{}, Write{}, Edit{}, Delete{}, Glob{}, Grep{}, LS{}, Bash{}, WebFetch{}}
 }
 
 // decode parses a tool's JSON input into v. Empty input and null count as

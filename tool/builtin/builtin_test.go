@@ -116,12 +116,14 @@ func check(t testing.TB, name string, got tool.Result, wantErr bool, want []stri
 var inputTypes = map[string]any{
 	"read": readInput{}, "write": writeInput{}, "edit": editInput{}, "delete": deleteInput{},
 	"glob": globInput{}, "grep": grepInput{}, "ls": lsInput{}, "bash": bashInput{},
+	"web_fetch": webFetchInput{},
 }
 
 func TestSpecs(t *testing.T) {
 	wantKinds := map[string]tool.Kind{
 		"read": tool.KindRead, "write": tool.KindEdit, "edit": tool.KindEdit, "delete": tool.KindEdit,
 		"glob": tool.KindRead, "grep": tool.KindRead, "ls": tool.KindRead, "bash": tool.KindExec,
+		"web_fetch": tool.KindNetwork,
 	}
 	seen := map[string]bool{}
 	for _, tl := range All() {

@@ -170,6 +170,9 @@ func TestToolsInAllowedDir(t *testing.T) {
 
 func TestNoRoot(t *testing.T) {
 	for _, tl := range All() {
+		if tl.Spec().Kind == tool.KindNetwork {
+			continue // web_fetch touches no file
+		}
 		got := tl.Run(t.Context(), tool.Call{Input: json.RawMessage(`{"path": "a", "content": "", "old_string": "a", "new_string": "b", "pattern": "a", "command": "true"}`)})
 		check(t, tl.Spec().Name, got, true, []string{"no workdir"})
 	}
