@@ -231,9 +231,9 @@ func (s *Session) runTools(ctx context.Context, calls []call) error {
 }
 
 func (s *Session) runTool(ctx context.Context, c call) error {
-	finish := func(ctx context.Context, r session.ToolFinished) error {
+	finish := func(ctx context.Context, r session.ToolFinished, with ...session.Event) error {
 		r.CallID, r.Tool = c.id, c.name
-		return s.append(ctx, mustEvent(session.TypeToolFinished, r))
+		return s.append(ctx, append(with, mustEvent(session.TypeToolFinished, r))...)
 	}
 	t, ok := s.tools[c.name]
 	if !ok {
@@ -272,7 +272,9 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		}
 		events = append(events, mustEvent(session.TypeFileSnapshot, snap))
 	}
-	if err := s.append(ctx, events...); err != nil {
+	// A shell command is bracketed by workspace manifests (shellwatch.go).
+	shell, scanned := s.beforeShell(ctx, c, t, started.Sandbox)
+	if err := s.append(ctx, append(events, scanned...)...); err != nil {
 		return err
 	}
 	res := t.Run(ctx, tool.Call{ID: c.id, Input: c.input, Root: s.root})
@@ -295,7 +297,11 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	out.CallID, out.Tool = c.id, c.name
-	if err := s.append(wctx, append(jobEvents, mustEvent(session.TypeToolFinished, out))...); err != nil {
+	events = jobEvents
+	if shell != nil {
+		events = append(events, shell.after(wctx))
+	}
+	if err := s.append(wctx, append(events, mustEvent(session.TypeToolFinished, out))...); err != nil {
 		s.a.jobs.Refuse("its start could not be recorded", bg...)
 		return err
 	}

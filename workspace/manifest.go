@@ -16,8 +16,8 @@ import (
 	"github.com/lite-agent/lite-agent/tool/walk"
 )
 
-// DefaultMaxFileBytes is the size above which a file's content is not read:
-// its entry has no Digest, so a change to it cannot be undone.
+// DefaultMaxFileBytes is the size above which a file's content is only
+// hashed, not kept: a change to it cannot be undone.
 const DefaultMaxFileBytes = 10 << 20
 
 // racyWindow is how close to the previous manifest's time a modification
@@ -35,10 +35,11 @@ type Entry struct {
 	Inode uint64      `json:"i,omitempty"`
 	// Digest is the SHA-256 (hex) of the content of a regular file (of the
 	// target of a symlink), "" for directories, other kinds of files and
-	// files over the size limit or unreadable.
+	// unreadable files.
 	Digest string `json:"h,omitempty"`
-	// Skipped says why a file has no Digest ("over the size limit",
-	// "unreadable: …", "not a regular file"); "" for directories.
+	// Skipped says why a file's content was not handed to Keep ("over the
+	// size limit …", "unreadable: …", "not a regular file"); "" for
+	// directories and kept files.
 	Skipped string `json:"k,omitempty"`
 }
 
@@ -77,7 +78,8 @@ func (m *Manifest) Lookup(p string) (Entry, bool) {
 type Options struct {
 	// Walk chooses what is visited (hidden names, ignore files).
 	Walk *walk.Options
-	// MaxFileBytes: larger files are not read; 0 is DefaultMaxFileBytes.
+	// MaxFileBytes: larger files are hashed but not kept; 0 is
+	// DefaultMaxFileBytes.
 	MaxFileBytes int64
 	// Keep, when set, is given the content of each file Scan read (a file
 	// new or changed since the previous manifest), with its digest. data is
@@ -154,8 +156,8 @@ func Scan(ctx context.Context, root *os.Root, prev *Manifest, opts *Options) (*M
 	return m, nil
 }
 
-// content reads e's content, sets its Digest (or Skipped) and hands the
-// content to Keep. Only Keep's error is returned.
+// content reads e's content, sets its Digest (and Skipped for content not
+// kept) and hands what it kept to Keep. Only Keep's error is returned.
 func (o *Options) content(root *os.Root, e *Entry) error {
 	var data []byte
 	switch {
@@ -169,13 +171,17 @@ func (o *Options) content(root *os.Root, e *Entry) error {
 	case !e.Mode.IsRegular():
 		e.Skipped = "not a regular file"
 		return nil
-	case e.Size > o.MaxFileBytes:
-		e.Skipped = fmt.Sprintf("over the size limit (%d bytes > %d)", e.Size, o.MaxFileBytes)
-		return nil
 	default:
-		b, err := readRegular(root, e.Path, o.MaxFileBytes)
+		b, digest, err := readRegular(root, e.Path, o.MaxFileBytes)
 		if err != nil {
 			e.Skipped = "unreadable: " + err.Error()
+			return nil
+		}
+		if b == nil {
+			// Hashed, so a change is seen and drift is told from it, but
+			// not kept: a change to it cannot be undone.
+			e.Digest = digest
+			e.Skipped = fmt.Sprintf("over the size limit (%d bytes > %d)", e.Size, o.MaxFileBytes)
 			return nil
 		}
 		data = b
@@ -188,28 +194,38 @@ func (o *Options) content(root *os.Root, e *Entry) error {
 }
 
 // readRegular reads a regular file without blocking on a FIFO swapped in
-// since the walk saw it, and refuses one grown past max.
-func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
+// since the walk saw it. A file over max is only hashed: data is nil.
+func readRegular(root *os.Root, name string, max int64) (data []byte, digest string, err error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|openFlags, 0)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+		return nil, "", errors.New("not a regular file")
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
+	if fi.Size() <= max {
+		data, err = io.ReadAll(io.LimitReader(f, max+1))
+		if err != nil {
+			return nil, "", err
+		}
+		if int64(len(data)) <= max {
+			return data, "", nil
+		}
+		// It grew while being read: hash it whole.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, "", err
+		}
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("over the size limit (%d bytes)", max)
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, "", err
 	}
-	return data, nil
+	return nil, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Digest is the SHA-256 (hex) of data, as entries carry it.

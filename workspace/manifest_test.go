@@ -157,7 +157,7 @@ func TestRacyFileIsReadAgain(t *testing.T) {
 	}
 }
 
-func TestFilesOverTheLimitAreNotRead(t *testing.T) {
+func TestFilesOverTheLimitAreNotKept(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"big": "0123456789abc", "small": "ok"})
 	var read []string
@@ -169,8 +169,8 @@ func TestFilesOverTheLimitAreNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	big, _ := m.Lookup("big")
-	if big.Digest != "" || big.Skipped == "" || big.Size != 13 {
-		t.Errorf("big entry %+v, want no digest and why", big)
+	if big.Digest != workspace.Digest([]byte("0123456789abc")) || big.Skipped == "" || big.Size != 13 {
+		t.Errorf("big entry %+v, want its digest and why it was not kept", big)
 	}
 	if diff := cmp.Diff([]string{"small"}, read); diff != "" {
 		t.Errorf("read (-want +got):\n%s", diff)
