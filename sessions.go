@@ -234,6 +234,7 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	hz := a.withoutLive(id, st.Hazards())
+	hz = a.shellHazardPaths(ctx, id, st.Summary.Workdir, hz) // restore_hazard.go
 	running := a.liveHolder(ctx, id)
 	hz, live := splitLive(running, hz)
 	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage, Running: running, Live: live}
