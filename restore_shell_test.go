@@ -106,3 +106,64 @@ func TestShellChangesRecordedWithTheReceipt(t *testing.T) {
 		t.Errorf("blob bytes %d, want 2 (the old a.txt)", rec.BlobBytes)
 	}
 }
+
+// A command that touches 10,000 files: every one is put back.
+func TestRestoreCommandTouching10000Files(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 files")
+	}
+	f := runPrompts(t, nil, [][]op{
+		{{kind: "bash", content: "mkdir -p many && for i in $(seq 1 10000); do echo $i > many/f$i; done"}},
+		{{kind: "bash", content: "for f in many/*; do echo more >> $f; done && rm many/f1 && chmod 600 many/f2"}},
+	})
+	cps := f.checkpoints(t)
+	ctx := context.Background()
+	id := f.agent.SessionID()
+	if got := len(tree(t, f.dir)); got != 9999 {
+		t.Fatalf("%d files after the commands, want 9,999", got)
+	}
+	res, err := f.agent.Restore(ctx, id, cps[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 10000 {
+		t.Errorf("restore put back %d files, want 10,000", len(res.Files))
+	}
+	sameTree(t, "tree after undoing the second command", tree(t, f.dir), f.before[1])
+	if _, err := f.agent.Restore(ctx, id, cps[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "tree after undoing both", tree(t, f.dir), f.before[0])
+	if got := dirs(t, f.dir); len(got) != 0 {
+		t.Errorf("directories left: %v", got)
+	}
+}
+
+// A file over the per-file cap is hashed but its content is not kept: a
+// command's change to it is listed as not undone, the rest is undone, and
+// the big file is left as the command left it.
+func TestShellChangeOverTheCapIsListed(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", (10<<20)/16+1) // just over 10 MiB
+	f := runPrompts(t, map[string]file{"big.bin": {big, 0o644}, "small.txt": {"s\n", 0o644}}, [][]op{
+		{{kind: "bash", content: "echo tail >> big.bin && echo t >> small.txt"}},
+	})
+	ctx := context.Background()
+	res, err := f.agent.Restore(ctx, f.agent.SessionID(), f.checkpoints(t)[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed bool
+	for _, n := range res.NotUndone {
+		listed = listed || strings.Contains(n, "big.bin") && strings.Contains(n, "over the size limit")
+	}
+	if !listed {
+		t.Errorf("not undone %q, want big.bin listed as over the size limit", res.NotUndone)
+	}
+	got := tree(t, f.dir)
+	if got["small.txt"].content != "s\n" {
+		t.Errorf("small.txt after restore: %q, want it put back", got["small.txt"].content)
+	}
+	if got["big.bin"].content != big+"tail\n" {
+		t.Errorf("big.bin changed by the restore (%d bytes), want it left as the command left it", len(got["big.bin"].content))
+	}
+}
