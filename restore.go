@@ -320,6 +320,7 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}, fromBlob: map[string]bool{}, dirs: map[string]dirTarget{}}
 	var open []string            // calls started after seq that never finished
 	tracked := map[string]bool{} // shell calls whose changes are recorded
+	var untracked []session.ToolFinished
 	for _, e := range events {
 		switch e.Type {
 		case session.TypeWorkspaceChanged:
@@ -354,8 +355,8 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 			for path, d := range f.Files {
 				p.last[path] = d
 			}
-			if f.Untracked && e.Seq > seq && !tracked[f.CallID] {
-				p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID)
+			if f.Untracked && e.Seq > seq {
+				untracked = append(untracked, f)
 			}
 		case session.TypeRestored:
 			var r session.Restored
@@ -365,6 +366,12 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 			for path, d := range r.Files {
 				p.last[path] = d
 			}
+		}
+	}
+	// A job's changes are recorded when it ends, after its call's receipt.
+	for _, f := range untracked {
+		if !tracked[f.CallID] {
+			p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID)
 		}
 	}
 	for _, c := range open {

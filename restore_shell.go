@@ -37,6 +37,9 @@ func (p *restorePlan) addShellChanges(e session.Event, seq int64, tracked map[st
 		if w.CallID != "" && !w.Background {
 			tracked[w.CallID] = true
 		}
+		for _, c := range w.JobCalls {
+			tracked[c] = true // the job's start, whose changes this records
+		}
 		for _, n := range w.NotUndone {
 			p.notUndone = append(p.notUndone, fmt.Sprintf("%s: %s (%s)", who, n.Path, n.Reason))
 		}

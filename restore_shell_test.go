@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/memory"
+	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -165,5 +168,46 @@ func TestShellChangeOverTheCapIsListed(t *testing.T) {
 	}
 	if got["big.bin"].content != big+"tail\n" {
 		t.Errorf("big.bin changed by the restore (%d bytes), want it left as the command left it", len(got["big.bin"].content))
+	}
+}
+
+// A background job that writes after its turn ended, while the agent is
+// idle: its changes are recorded when it ends and a restore undoes them.
+func TestRestoreUndoesAJobThatWroteWhileIdle(t *testing.T) {
+	srv, p := startModel(t, "anthropic",
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("c1", "bash", map[string]any{"command": "sleep 0.3; echo built > out.bin; echo more >> a.txt; mkdir -p cache && echo c > cache/x", "background": true})}},
+		fakemodel.Reply{Text: "It runs in the background."},
+		fakemodel.Reply{Text: "The build is done."},
+	)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t, p, liteagent.Options{Workdir: dir, Checkpointer: memory.New()})
+	if _, err := a.Send(t.Context(), "build it in the background"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.bin")); err == nil {
+		t.Fatal("the job wrote before the turn ended; the test needs it to write while the agent is idle")
+	}
+	waitJobs(t, a)
+	checkServer(t, srv)
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.bin")); string(b) != "built\n" {
+		t.Fatalf("the job did not run: out.bin %q", b)
+	}
+	cps, err := a.ListCheckpoints(t.Context(), a.SessionID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Restore(t.Context(), a.SessionID(), cps[0].Seq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NotUndone) != 0 {
+		t.Errorf("not undone %q, want nothing: the job's changes are recorded", res.NotUndone)
+	}
+	sameTree(t, "tree after the restore", tree(t, dir), map[string]file{"a.txt": {"a\n", 0o644}})
+	if got := dirs(t, dir); len(got) != 0 {
+		t.Errorf("directories left: %v", got)
 	}
 }

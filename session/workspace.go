@@ -37,9 +37,11 @@ const (
 	ChangeMode    = "mode"
 )
 
-// WorkspaceChanged is what one shell command (CallID) or background job
-// (Job) changed in the workdir, from the manifests taken before and after
-// it.
+// WorkspaceChanged is what one shell command (CallID) or background jobs
+// (Job, comma-separated ids) changed in the workdir, from the manifests
+// taken before and after it. A job's record covers the time since the
+// session's latest manifest (the end of the last command, or the job's
+// start): changes made by others meanwhile are in it too.
 type WorkspaceChanged struct {
 	CallID string `json:"call_id,omitempty"`
 	Job    string `json:"job,omitempty"`
@@ -52,6 +54,9 @@ type WorkspaceChanged struct {
 	// Background is set on the receipt of a command that started a
 	// background job: what the job changes later is recorded when it ends.
 	Background bool `json:"background,omitempty"`
+	// JobCalls are the calls that started the jobs of a record written when
+	// background jobs ended (Job names them): their changes are recorded.
+	JobCalls []string `json:"job_calls,omitempty"`
 	// BlobBytes is the size of the prior content this record needs from the
 	// store (the sum of Before sizes of its undoable files).
 	BlobBytes int64 `json:"blob_bytes,omitempty"`
