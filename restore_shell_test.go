@@ -3,6 +3,7 @@ package liteagent_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,4 +211,73 @@ func TestRestoreUndoesAJobThatWroteWhileIdle(t *testing.T) {
 	if got := dirs(t, dir); len(got) != 0 {
 		t.Errorf("directories left: %v", got)
 	}
+}
+
+// snapshotDir reads every file under dir (content and mode).
+func snapshotDir(t *testing.T, dir string) map[string]file {
+	t.Helper()
+	return tree(t, dir)
+}
+
+// Inside a git repository, a tracked command and its restore leave .git
+// (index, objects, refs) byte for byte as it was, honour .gitignore, and
+// never touch a file outside the workdir the command wrote.
+func TestShellRewindInsideAGitRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	gitRun := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitRun("init", "-q")
+	for p, c := range map[string]string{"src.go": "package main\n", ".gitignore": "build/\n"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitRun("add", ".")
+	gitRun("commit", "-q", "-m", "first")
+	gitBefore := snapshotDir(t, filepath.Join(dir, ".git"))
+
+	srv, p := startModel(t, "anthropic",
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("b1", "bash", map[string]any{"command": "echo changed >> src.go && mkdir -p build && echo bin > build/out && echo new > new.go && echo out > " + outside})}},
+		fakemodel.Reply{Text: "done"},
+	)
+	a := newAgent(t, p, liteagent.Options{Workdir: dir, Checkpointer: memory.New()})
+	if _, err := a.Send(t.Context(), "change it"); err != nil {
+		t.Fatal(err)
+	}
+	checkServer(t, srv)
+	cps, err := a.ListCheckpoints(t.Context(), a.SessionID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Restore(t.Context(), a.SessionID(), cps[0].Seq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		if strings.HasPrefix(f.Path, ".git") || strings.HasPrefix(f.Path, "build") {
+			t.Errorf("the restore touched %s (%s): .git and ignored paths are not the session's", f.Path, f.Action)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "src.go")); string(b) != "package main\n" {
+		t.Errorf("src.go after the restore: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.go")); !os.IsNotExist(err) {
+		t.Errorf("new.go, made by the command, is still there")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "build/out")); string(b) != "bin\n" {
+		t.Errorf("build/out, ignored, was changed by the restore: %q", b)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "out\n" {
+		t.Errorf("a file outside the workdir was changed by the restore: %q", b)
+	}
+	sameTree(t, ".git after the command and the restore", snapshotDir(t, filepath.Join(dir, ".git")), gitBefore)
 }
