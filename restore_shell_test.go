@@ -281,3 +281,19 @@ func TestShellRewindInsideAGitRepository(t *testing.T) {
 	}
 	sameTree(t, ".git after the command and the restore", snapshotDir(t, filepath.Join(dir, ".git")), gitBefore)
 }
+
+// The directories a file tool created go with a restore, when empty.
+func TestRestoreRemovesDirectoriesFileToolsMade(t *testing.T) {
+	f := runPrompts(t, nil, [][]op{
+		{{kind: "write", path: "keep/a.txt", content: "a\n"}},
+		{{kind: "write", path: "new/deep/b.txt", content: "b\n"}, {kind: "write", path: "keep/sub/c.txt", content: "c\n"}},
+	})
+	cps := f.checkpoints(t)
+	if _, err := f.agent.Restore(context.Background(), f.agent.SessionID(), cps[1], nil); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "tree after the restore", tree(t, f.dir), f.before[1])
+	if got, want := dirs(t, f.dir), []string{"keep"}; !slices.Equal(got, want) {
+		t.Errorf("directories after the restore: %v, want %v", got, want)
+	}
+}

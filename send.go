@@ -272,8 +272,10 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		}
 		events = append(events, mustEvent(session.TypeFileSnapshot, snap))
 	}
-	// A shell command is bracketed by workspace manifests (shellwatch.go).
+	// A shell command is bracketed by workspace manifests (shellwatch.go);
+	// a file tool's new directories are recorded (tooldirs.go).
 	shell, scanned := s.beforeShell(ctx, c, t, started.Sandbox)
+	newDirs := s.missingDirs(paths)
 	if err := s.append(ctx, append(events, scanned...)...); err != nil {
 		return err
 	}
@@ -300,6 +302,9 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	events = jobEvents
 	if shell != nil {
 		events = append(events, shell.after(wctx))
+	}
+	if ev, ok := s.dirsCreated(c.id, newDirs); ok {
+		events = append(events, ev)
 	}
 	if err := s.append(wctx, append(events, mustEvent(session.TypeToolFinished, out))...); err != nil {
 		s.a.jobs.Refuse("its start could not be recorded", bg...)
