@@ -154,6 +154,16 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		return nil, err
 	}
 	defer unlock()
+	if !o.DryRun {
+		// A turn of another process holds the session's lease while its
+		// tools run: the restore refuses rather than race a tool that is
+		// writing a file (restoreclaim.go has the fallback without leases).
+		release, err := a.leaseTurn(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: %w; nothing was written", id, err)
+		}
+		defer release()
+	}
 
 	events, err := checkpoint.ReadAll(ctx, a.store, id)
 	if err != nil {

@@ -115,14 +115,24 @@ func runPromptsObserving(t testing.TB, fail failer, prompts [][]op, observe func
 	return runPromptsWith(t, fail, nil, prompts, observe)
 }
 
+// runPromptsOn is runPrompts with the given store.
+func runPromptsOn(t testing.TB, store checkpoint.Checkpointer, pre map[string]file, prompts [][]op) *rewindFixture {
+	return runPromptsStore(t, t, store, pre, prompts, nil)
+}
+
 func runPromptsWith(t testing.TB, fail failer, pre map[string]file, prompts [][]op, observe func(dir string)) *rewindFixture {
+	fail.Helper()
+	return runPromptsStore(t, fail, memory.New(), pre, prompts, observe)
+}
+
+func runPromptsStore(t testing.TB, fail failer, store checkpoint.Checkpointer, pre map[string]file, prompts [][]op, observe func(dir string)) *rewindFixture {
 	fail.Helper()
 	var replies []fakemodel.Reply
 	for i, ops := range prompts {
 		replies = append(replies, turnReplies(i, ops)...)
 	}
 	srv, p := startModel(t, "anthropic", replies...)
-	f := &rewindFixture{store: memory.New(), dir: t.TempDir()}
+	f := &rewindFixture{store: store, dir: t.TempDir()}
 	for path, fl := range pre {
 		full := filepath.Join(f.dir, path)
 		os.MkdirAll(filepath.Dir(full), 0o755)

@@ -279,6 +279,9 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	if err := s.append(ctx, append(events, scanned...)...); err != nil {
 		return err
 	}
+	if err := s.checkNotClaimed(ctx, t); err != nil {
+		return err
+	}
 	res := t.Run(ctx, tool.Call{ID: c.id, Input: c.input, Root: s.root})
 	// Background jobs the call started go in the log with its receipt,
 	// before the model hears of them.

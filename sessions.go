@@ -221,6 +221,9 @@ type Info struct {
 	// they are running, not cut off.
 	Running *checkpoint.Holder `json:"running,omitempty"`
 	Live    []session.Hazard   `json:"live,omitempty"`
+	// BlobBytes is the size of the blobs (content kept to undo shell
+	// commands, and their manifests) the session's log names.
+	BlobBytes int64 `json:"blob_bytes"`
 }
 
 // SessionInfo reads a session's log and returns its saved state,
@@ -238,6 +241,7 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 	running := a.liveHolder(ctx, id)
 	hz, live := splitLive(running, hz)
 	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage, Running: running, Live: live}
+	info.BlobBytes = a.sessionBlobBytes(ctx, id) // blobgc.go
 	if pc := st.ProjectContext(); pc != nil {
 		info.InstructionFiles = pc.Files
 	}

@@ -147,3 +147,45 @@ func TestCrashMidShellCommandReviewListsChanges(t *testing.T) {
 		t.Errorf("--recovery-info: %d %s; want it to list out/new.txt", code, out)
 	}
 }
+
+// TestRestoreWaitsForAToolThatIsWriting: while another process runs a turn
+// whose tool is still writing, a restore refuses (exit 4, naming that
+// process) before it touches a file, instead of racing the tool.
+func TestRestoreRefusesWhileAToolIsWriting(t *testing.T) {
+	srv := startModel(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("w1", "write", map[string]any{"path": "a.txt", "content": "first\n"})}},
+		fakemodel.Reply{Text: "one"},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("b1", "bash", map[string]any{"command": "echo $$ > tool.pid; touch started; for i in $(seq 1 40); do echo $i >> a.txt; sleep 0.05; done"})}},
+		fakemodel.Reply{Text: "two"},
+	)
+	work := t.TempDir()
+	db := filepath.Join(t.TempDir(), "s.db")
+	if code, _, errs := run(t, srv, work, "--session-db", db, "--allow", "edit", "first"); code != 0 {
+		t.Fatalf("first turn: %d %s", code, errs)
+	}
+	id := onlySession(t, work, db)
+	seq := firstCheckpoint(t, work, db, id)
+	p := start(t, srv, work, "--session-db", db, "--allow", "bash", "--resume", id, "append slowly")
+	waitFor(t, "the tool to start", func() bool { _, err := os.Stat(filepath.Join(work, "started")); return err == nil })
+	var tool int
+	if _, err := fmt.Sscan(readOr(filepath.Join(work, "tool.pid"), ""), &tool); err == nil && tool > 0 {
+		t.Cleanup(func() { syscall.Kill(-tool, syscall.SIGKILL) })
+	}
+	code, _, errs := run(t, nil, work, "--session-db", db, "--restore", id, "--to", seq)
+	if code != 4 || !strings.Contains(errs, fmt.Sprintf("process %d", p.cmd.Process.Pid)) {
+		t.Fatalf("restore while a tool writes: exit %d, %q; want 4 naming the running process", code, errs)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("the turn that was writing: %v\n%s", err, p.stderr.String())
+	}
+	if got := readOr(filepath.Join(work, "a.txt"), ""); !strings.HasPrefix(got, "first\n1\n") || !strings.HasSuffix(got, "\n40\n") {
+		t.Fatalf("a.txt after the refused restore and the finished tool: %q", got)
+	}
+	// Once the turn is over the restore runs.
+	if code, _, errs := run(t, nil, work, "--session-db", db, "--restore", id, "--to", seq); code != 0 {
+		t.Fatalf("restore after the turn: %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(work, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("a.txt after restoring to before the first prompt: %v, want it gone", err)
+	}
+}
