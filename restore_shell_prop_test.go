@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lite-agent/lite-agent"
@@ -68,9 +69,15 @@ func TestRestorePropertyShellCommands(t *testing.T) {
 		sim := shellSim{}
 		var prompts [][]op
 		for range rapid.IntRange(1, 3).Draw(rt, "prompts") {
+			// One bash call per prompt running 0 to 4 commands: the calls
+			// are what costs, the commands are what varies.
+			var cmds []string
+			for range rapid.IntRange(0, 4).Draw(rt, "commands") {
+				cmds = append(cmds, drawShellOp(rt, sim))
+			}
 			var ops []op
-			for range rapid.IntRange(0, 3).Draw(rt, "ops") {
-				ops = append(ops, op{kind: "bash", content: drawShellOp(rt, sim)})
+			if len(cmds) > 0 {
+				ops = append(ops, op{kind: "bash", content: strings.Join(cmds, " && ")})
 			}
 			prompts = append(prompts, ops)
 		}
