@@ -173,7 +173,7 @@ func TestCloseStopsTurnAndJobProcessGroups(t *testing.T) {
 			}
 			if persist {
 				events := eventsOf(t, newAgent(t, nil, liteagent.Options{Checkpointer: store, Workdir: a.Workdir()}), id)
-				if got := typesOf(events); !strings.HasSuffix(got, "user_prompt turn_interrupted job_finished job_finished") {
+				if got := typesOf(events); !strings.HasSuffix(got, "user_prompt turn_interrupted workspace_changed job_finished job_finished") {
 					t.Fatalf("log ends: %s", got)
 				}
 				var fin session.JobFinished
@@ -218,7 +218,7 @@ func TestCloseDuringCompletionTurn(t *testing.T) {
 	}
 	checkServer(t, srv)
 	events := eventsOf(t, newAgent(t, nil, liteagent.Options{Checkpointer: store, Workdir: a.Workdir()}), id)
-	if got := typesOf(events); !strings.HasSuffix(got, "turn_completed job_finished user_prompt turn_interrupted") {
+	if got := typesOf(events); !strings.HasSuffix(got, "turn_completed workspace_changed job_finished user_prompt turn_interrupted") {
 		t.Fatalf("log ends: %s", got)
 	}
 	if left := leftovers(t); len(left) != 0 {

@@ -77,6 +77,8 @@ type Session struct {
 	closed       bool
 	detached     bool // the agent let go of it: no completion turns
 	rootOnce     sync.Once
+
+	watch shellWatch // the workdir's latest manifest (shellwatch.go)
 }
 
 // NewSession returns a new conversation. Its id is allocated now; its log

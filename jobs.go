@@ -210,7 +210,10 @@ func (a *Agent) recordEnds(ctx context.Context, s *Session, js []*jobs.Job, live
 	if len(rec) == 0 {
 		return nil, nil
 	}
-	events := make([]session.Event, 0, len(rec))
+	events := make([]session.Event, 0, len(rec)+1)
+	if ev, ok := s.jobsChanged(ctx, rec); ok { // shellwatch_jobs.go
+		events = append(events, ev)
+	}
 	for _, j := range rec {
 		events = append(events, finishedEvent(j))
 	}

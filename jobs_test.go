@@ -92,7 +92,7 @@ func TestBackgroundJobCompletionTurn(t *testing.T) {
 				}
 				checkServer(t, srv)
 				events := eventsOf(t, a, a.SessionID())
-				want := "session_started project_context user_prompt assistant_message tool_started job_started tool_finished assistant_message turn_completed job_finished user_prompt assistant_message turn_completed"
+				want := "session_started project_context user_prompt assistant_message tool_started workspace_scanned job_started workspace_changed tool_finished assistant_message turn_completed workspace_changed job_finished user_prompt assistant_message turn_completed"
 				if got := typesOf(events); got != want {
 					t.Fatalf("log:\n got %s\nwant %s", got, want)
 				}
@@ -138,7 +138,7 @@ func TestJobEndingDuringTurnIsToldAfterIt(t *testing.T) {
 	}
 	checkServer(t, srv)
 	got := typesOf(eventsOf(t, a, a.SessionID()))
-	if !strings.HasSuffix(got, "assistant_message turn_completed job_finished user_prompt assistant_message turn_completed") {
+	if !strings.HasSuffix(got, "assistant_message turn_completed workspace_changed job_finished user_prompt assistant_message turn_completed") {
 		t.Fatalf("log %s", got)
 	}
 }

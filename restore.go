@@ -154,6 +154,16 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		return nil, err
 	}
 	defer unlock()
+	if !o.DryRun {
+		// A turn of another process holds the session's lease while its
+		// tools run: the restore refuses rather than race a tool that is
+		// writing a file (restoreclaim.go has the fallback without leases).
+		release, err := a.leaseTurn(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: %w; nothing was written", id, err)
+		}
+		defer release()
+	}
 
 	events, err := checkpoint.ReadAll(ctx, a.store, id)
 	if err != nil {
@@ -184,6 +194,9 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", id, err)
 	}
+	if err := a.checkBlobs(ctx, &plan); err != nil {
+		return nil, fmt.Errorf("restore %s: %w; nothing was written", id, err)
+	}
 	res := &RestoreResult{Session: id, ToSeq: seq, NotUndone: plan.notUndone}
 	paths := slices.Sorted(maps.Keys(plan.target))
 	// Each file as it is now, read once: for the drift check and for the
@@ -204,6 +217,7 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 			res.Drift = append(res.Drift, p)
 		}
 	}
+	res.Files = append(res.Files, dirChanges(plan.dirs)...)
 	if o.DryRun || (seq == head && !claimed) {
 		return res, nil
 	}
@@ -246,6 +260,9 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 		for _, p := range paths {
 			restored.Files[p] = plan.target[p].Digest
 		}
+		if ev, ok := a.undoDirs(plan.dirs); ok {
+			extra = append(extra, ev)
+		}
 		extra = append(extra, mustEvent(session.TypeRestored, restored))
 		if err := a.copyLog(ctx, undo, id, events, extra); err != nil && !checkpoint.IsConflict(err) {
 			return nil, fmt.Errorf("restore %s: keep the log for undo: %w (no file was written; re-run the restore to finish it)", id, err)
@@ -264,11 +281,24 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 			(!current[p].Existed || current[p].Mode == plan.target[p].Mode) {
 			continue // already as it was at the checkpoint
 		}
-		if err := a.putBack(plan.target[p]); err != nil {
+		target := plan.target[p]
+		if plan.fromBlob[p] {
+			data, err := a.blobContent(ctx, target)
+			if err != nil {
+				return res, fmt.Errorf("restore %s: %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, p, err, len(written))
+			}
+			target.Content = data
+		}
+		if err := a.putBack(target); err != nil {
 			return res, fmt.Errorf("restore %s: %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, p, err, len(written))
 		}
 		written = append(written, p)
 	}
+	dirsChanged, err := a.restoreDirs(plan.dirs)
+	if err != nil {
+		return res, fmt.Errorf("restore %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written))
+	}
+	written = append(written, dirsChanged...)
 	if err := a.syncFiles(written); err != nil {
 		return res, fmt.Errorf("restore %s: sync the restored files: %w (re-run the restore to finish; it is safe to repeat)", id, err)
 	}
@@ -285,16 +315,28 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 
 // restorePlan is what a restore to a checkpoint must do.
 type restorePlan struct {
-	target    map[string]session.FileSnapshot // path → the file as it was at the checkpoint
-	last      map[string]string               // path → digest the session last left there
+	target map[string]session.FileSnapshot // path → the file as it was at the checkpoint
+	last   map[string]string               // path → digest the session last left there
+	// fromBlob marks targets whose content is a blob in the store (files a
+	// shell command changed), not in the snapshot.
+	fromBlob map[string]bool
+	// dirs maps each directory created or removed after the checkpoint to
+	// how it was then (see restore_shell.go).
+	dirs      map[string]dirTarget
 	notUndone []string
 }
 
 func planRestore(events []session.Event, seq int64) (restorePlan, error) {
-	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}}
-	var open []string // calls started after seq that never finished
+	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}, fromBlob: map[string]bool{}, dirs: map[string]dirTarget{}}
+	var open []string            // calls started after seq that never finished
+	tracked := map[string]bool{} // shell calls whose changes are recorded
+	var untracked []session.ToolFinished
 	for _, e := range events {
 		switch e.Type {
+		case session.TypeWorkspaceChanged:
+			if err := p.addShellChanges(e, seq, tracked); err != nil {
+				return p, err
+			}
 		case session.TypeFileSnapshot:
 			var s session.FileSnapshot
 			if err := e.Decode(&s); err != nil {
@@ -324,7 +366,7 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 				p.last[path] = d
 			}
 			if f.Untracked && e.Seq > seq {
-				p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID)
+				untracked = append(untracked, f)
 			}
 		case session.TypeRestored:
 			var r session.Restored
@@ -334,6 +376,12 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 			for path, d := range r.Files {
 				p.last[path] = d
 			}
+		}
+	}
+	// A job's changes are recorded when it ends, after its call's receipt.
+	for _, f := range untracked {
+		if !tracked[f.CallID] {
+			p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID)
 		}
 	}
 	for _, c := range open {

@@ -18,8 +18,8 @@ import (
 
 // op is one file operation a scripted model asks a tool for.
 type op struct {
-	kind          string // write, edit, delete
-	path, content string // write: the content; edit: the new content (old is the whole file)
+	kind          string // write, edit, delete, bash
+	path, content string // write: the content; edit: the new content (old is the whole file); bash: the command
 	old           string
 }
 
@@ -29,6 +29,8 @@ func (o op) call(id string) fakemodel.ToolCall {
 		return call(id, "edit", map[string]any{"path": o.path, "old_string": o.old, "new_string": o.content})
 	case "delete":
 		return call(id, "delete", map[string]any{"path": o.path})
+	case "bash":
+		return call(id, "bash", map[string]any{"command": o.content})
 	}
 	return call(id, "write", map[string]any{"path": o.path, "content": o.content})
 }
@@ -103,12 +105,34 @@ func runPrompts(t testing.TB, pre map[string]file, prompts [][]op) *rewindFixtur
 // property tests) and resources cleaned up by t.
 func runPromptsFailing(t testing.TB, fail failer, pre map[string]file, prompts [][]op) *rewindFixture {
 	fail.Helper()
+	return runPromptsWith(t, fail, pre, prompts, nil)
+}
+
+// runPromptsObserving is runPromptsFailing with observe called with the
+// workdir before each prompt.
+func runPromptsObserving(t testing.TB, fail failer, prompts [][]op, observe func(dir string)) *rewindFixture {
+	fail.Helper()
+	return runPromptsWith(t, fail, nil, prompts, observe)
+}
+
+// runPromptsOn is runPrompts with the given store.
+func runPromptsOn(t testing.TB, store checkpoint.Checkpointer, pre map[string]file, prompts [][]op) *rewindFixture {
+	return runPromptsStore(t, t, store, pre, prompts, nil)
+}
+
+func runPromptsWith(t testing.TB, fail failer, pre map[string]file, prompts [][]op, observe func(dir string)) *rewindFixture {
+	fail.Helper()
+	return runPromptsStore(t, fail, memory.New(), pre, prompts, observe)
+}
+
+func runPromptsStore(t testing.TB, fail failer, store checkpoint.Checkpointer, pre map[string]file, prompts [][]op, observe func(dir string)) *rewindFixture {
+	fail.Helper()
 	var replies []fakemodel.Reply
 	for i, ops := range prompts {
 		replies = append(replies, turnReplies(i, ops)...)
 	}
 	srv, p := startModel(t, "anthropic", replies...)
-	f := &rewindFixture{store: memory.New(), dir: t.TempDir()}
+	f := &rewindFixture{store: store, dir: t.TempDir()}
 	for path, fl := range pre {
 		full := filepath.Join(f.dir, path)
 		os.MkdirAll(filepath.Dir(full), 0o755)
@@ -120,6 +144,9 @@ func runPromptsFailing(t testing.TB, fail failer, pre map[string]file, prompts [
 	f.agent = newAgent(t, p, liteagent.Options{Checkpointer: f.store, Workdir: f.dir})
 	for i := range prompts {
 		f.before = append(f.before, tree(fail, f.dir))
+		if observe != nil {
+			observe(f.dir)
+		}
 		if _, err := f.agent.Send(context.Background(), "prompt "+string(rune('A'+i))); err != nil {
 			fail.Fatalf("prompt %d: %v", i, err)
 		}
@@ -256,13 +283,16 @@ func TestRestoreRerunAfterFailureHalfway(t *testing.T) {
 	}
 }
 
-func TestRestoreListsShellCommands(t *testing.T) {
+// A store that keeps no blobs (no checkpoint.BlobStore) still runs shell
+// commands: a restore lists them as not undone, as the documented fallback.
+func TestRestoreWithoutBlobsListsShellCommands(t *testing.T) {
 	srv, p := startModel(t, "anthropic",
 		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("w1", "write", map[string]any{"path": "a.txt", "content": "a"})}},
 		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{call("b1", "bash", map[string]any{"command": "echo hi > shell.txt"})}},
 		fakemodel.Reply{Text: "done"},
 	)
-	a := newAgent(t, p, liteagent.Options{})
+	noBlobs := struct{ checkpoint.Checkpointer }{memory.New()}
+	a := newAgent(t, p, liteagent.Options{Checkpointer: noBlobs})
 	if _, err := a.Send(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +310,9 @@ func TestRestoreListsShellCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a.Workdir(), "a.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a.txt, written by a tool after the checkpoint, is still there")
+	}
+	if _, err := os.Stat(filepath.Join(a.Workdir(), "shell.txt")); err != nil {
+		t.Fatalf("shell.txt, which the restore says it cannot undo, is gone: %v", err)
 	}
 }
 

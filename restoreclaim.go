@@ -9,6 +9,7 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool"
 )
 
 // NotCheckpointError is returned by Restore and Fork for a seq that is not
@@ -85,6 +86,28 @@ func (a *Agent) claimRestore(ctx context.Context, id string, head, seq int64, un
 			return fmt.Errorf("restore %s: the session was written by another agent or process while the restore read it; no file was written (run the restore again once it is idle): %w", id, err)
 		}
 		return fmt.Errorf("restore %s: claim the session: %w; no file was written", id, err)
+	}
+	return nil
+}
+
+// checkNotClaimed is the tool path's guard, before a tool that may write
+// runs, for stores without leases (with one, a restore cannot start while
+// this turn holds it): if the stored head moved past the session's, another
+// process appended (a restore's claim, or another writer) and the tool
+// must not touch the workdir.
+func (s *Session) checkNotClaimed(ctx context.Context, t tool.Tool) error {
+	if _, ok := s.a.store.(checkpoint.Leaser); ok {
+		return nil
+	}
+	if k := t.Spec().Kind; k == tool.KindRead || k == "" {
+		return nil
+	}
+	sum, err := s.a.store.Head(ctx, s.ID())
+	if err != nil {
+		return nil // the append that follows reports it
+	}
+	if head := s.Head(); sum.Head != head {
+		return &AppendError{Session: s.ID(), Err: &checkpoint.ConflictError{Session: s.ID(), Expected: head, Actual: sum.Head}}
 	}
 	return nil
 }

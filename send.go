@@ -236,9 +236,9 @@ func (s *Session) runTools(ctx context.Context, calls []call) error {
 }
 
 func (s *Session) runTool(ctx context.Context, c call) error {
-	finish := func(ctx context.Context, r session.ToolFinished) error {
+	finish := func(ctx context.Context, r session.ToolFinished, with ...session.Event) error {
 		r.CallID, r.Tool = c.id, c.name
-		return s.append(ctx, mustEvent(session.TypeToolFinished, r))
+		return s.append(ctx, append(with, mustEvent(session.TypeToolFinished, r))...)
 	}
 	t, ok := s.tools[c.name]
 	if !ok {
@@ -277,7 +277,14 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 		}
 		events = append(events, mustEvent(session.TypeFileSnapshot, snap))
 	}
-	if err := s.append(ctx, events...); err != nil {
+	// A shell command is bracketed by workspace manifests (shellwatch.go);
+	// a file tool's new directories are recorded (tooldirs.go).
+	shell, scanned := s.beforeShell(ctx, c, t, started.Sandbox)
+	newDirs := s.missingDirs(paths)
+	if err := s.append(ctx, append(events, scanned...)...); err != nil {
+		return err
+	}
+	if err := s.checkNotClaimed(ctx, t); err != nil {
 		return err
 	}
 	res := t.Run(ctx, tool.Call{ID: c.id, Input: c.input, Root: s.root})
@@ -300,7 +307,14 @@ func (s *Session) runTool(ctx context.Context, c call) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	out.CallID, out.Tool = c.id, c.name
-	if err := s.append(wctx, append(jobEvents, mustEvent(session.TypeToolFinished, out))...); err != nil {
+	events = jobEvents
+	if shell != nil {
+		events = append(events, shell.after(wctx))
+	}
+	if ev, ok := s.dirsCreated(c.id, newDirs); ok {
+		events = append(events, ev)
+	}
+	if err := s.append(wctx, append(events, mustEvent(session.TypeToolFinished, out))...); err != nil {
 		s.a.jobs.Refuse("its start could not be recorded", bg...)
 		return err
 	}

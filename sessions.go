@@ -223,6 +223,9 @@ type Info struct {
 	// they are running, not cut off.
 	Running *checkpoint.Holder `json:"running,omitempty"`
 	Live    []session.Hazard   `json:"live,omitempty"`
+	// BlobBytes is the size of the blobs (content kept to undo shell
+	// commands, and their manifests) the session's log names.
+	BlobBytes int64 `json:"blob_bytes"`
 }
 
 // SessionInfo reads a session's log and returns its saved state,
@@ -236,10 +239,12 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	hz := a.withoutLive(id, st.Hazards())
+	hz = a.shellHazardPaths(ctx, id, st.Summary.Workdir, hz) // restore_hazard.go
 	running := a.liveHolder(ctx, id)
 	hz, live := splitLive(running, hz)
 	info := &Info{Summary: st.Summary, Checkpoints: st.Checkpoints(), Hazards: hz, Usage: st.Usage, Running: running, Live: live}
 	info.Spend = a.Spend(st.Summary.Model, st.Usage, st.LastUsage())
+	info.BlobBytes = a.sessionBlobBytes(ctx, id) // blobgc.go
 	if pc := st.ProjectContext(); pc != nil {
 		info.InstructionFiles = pc.Files
 	}

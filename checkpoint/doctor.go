@@ -115,6 +115,11 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 		r.Events += n
 		r.Problems = append(r.Problems, found...)
 	}
+	found, err := checkBlobs(ctx, c, list) // doctor_blobs.go
+	if err != nil {
+		return nil, err
+	}
+	r.Problems = append(r.Problems, found...)
 	return r, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
 	"github.com/lite-agent/lite-agent/session"
@@ -36,9 +37,17 @@ func prune(ctx context.Context, c *config, std IO) error {
 	kept = nonNil(kept)
 	switch {
 	case c.dryRun:
-		return writeJSON(std.Stdout, map[string]any{"would_remove": nonNil(remove), "kept": kept})
+		col, err := e.agent.CollectBlobs(ctx, &liteagent.CollectOptions{DryRun: true}) // blobs unreferenced now
+		if err != nil {
+			return err
+		}
+		return writeJSON(std.Stdout, map[string]any{"would_remove": nonNil(remove), "kept": kept, "would_collect_blobs": col})
 	case len(remove) == 0:
-		return writeJSON(std.Stdout, map[string]any{"removed": []string{}, "kept": kept})
+		col, err := e.agent.CollectBlobs(ctx, nil)
+		if err != nil {
+			return err
+		}
+		return writeJSON(std.Stdout, map[string]any{"removed": []string{}, "kept": kept, "collected_blobs": col})
 	}
 	path := c.archive
 	if path == "" {
@@ -59,7 +68,14 @@ func prune(ctx context.Context, c *config, std IO) error {
 		}
 		removed = append(removed, id)
 	}
-	return writeJSON(std.Stdout, map[string]any{"removed": removed, "archive": path, "kept": kept})
+	// The blobs only the removed sessions named go too (the archive keeps
+	// the logs, not the blobs: an imported session lists those shell
+	// changes as not undone).
+	col, err := e.agent.CollectBlobs(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("prune: the sessions were removed, collecting their blobs failed (run --prune again): %w", err)
+	}
+	return writeJSON(std.Stdout, map[string]any{"removed": removed, "archive": path, "kept": kept, "collected_blobs": col})
 }
 
 // keptJSON says why a session old enough to go was kept.

@@ -117,6 +117,7 @@ var subtests = []subtest{
 	{name: "Search", run: testSearch},
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},
+	{name: "Blobs", run: testBlobs}, // blob.go
 }
 
 // Run runs every conformance subtest against b. Backends call it from

@@ -14,6 +14,9 @@
 //	<root>/ns/<folder>/<id>.log    the log of session <id>: the truth
 //	<root>/ns/<folder>/index       summaries of the folder's sessions (derived)
 //	<root>/ns/<folder>/index.lock  empty; locked while the index is written
+//	<root>/blobs/<xx>/<digest>     a blob (checkpoint.BlobStore): the raw content whose
+//	                               SHA-256 is <digest> (hex; <xx> its first two digits),
+//	                               written to a temp file and renamed; shared by every session
 //
 // Directories are created with mode 0700 and files with mode 0600.
 //

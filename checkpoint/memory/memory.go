@@ -20,6 +20,7 @@ type Store struct {
 	mu       sync.RWMutex
 	closed   bool
 	sessions map[string]*sessionLog
+	blobs    map[string]storedBlob // see blob.go
 }
 
 // sessionLog is one session's events, their checksums and their summary.

@@ -52,6 +52,13 @@
 //	    max_data   integer     -- bytes of the largest event data in the log
 //	) WITH (fillfactor = 50)
 //
+//	blobs (                    -- checkpoint.BlobStore: shared by every session; created
+//	    digest text PRIMARY KEY, --   under the schema's advisory lock by the first put
+//	    size   bigint,
+//	    stored timestamptz,    -- when first put
+//	    data   bytea           -- the content whose SHA-256 (hex) is digest
+//	)
+//
 // The sessions row is the fold of the log by session.Summary.Apply, updated
 // in the same statement as the events are inserted, so it is never out of
 // step with them. Only columns that never change are indexed and half of

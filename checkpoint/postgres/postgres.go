@@ -69,6 +69,8 @@ type Store struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]state // last state this Store wrote or read, by session
+
+	blobTable atomic.Bool // the blob table is known to exist (blob.go)
 }
 
 // Open connects to the PostgreSQL database named by url (postgres:// or

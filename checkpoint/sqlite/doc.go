@@ -94,6 +94,17 @@
 // entry, which List finds in the sessions_list index without touching the
 // table: newest first within a namespace, filtered by kind.
 //
+// Blobs (checkpoint.BlobStore: the prior content of files shell commands
+// changed) live in their own table, created by the first PutBlobs and
+// shared by every session; a database without it holds no blobs:
+//
+//	CREATE TABLE blobs (
+//	    digest TEXT PRIMARY KEY,     -- SHA-256 of data, lower-case hex
+//	    size   INTEGER NOT NULL,
+//	    stored INTEGER NOT NULL,     -- unix nanoseconds of the first put
+//	    data   BLOB NOT NULL
+//	) WITHOUT ROWID;
+//
 // # Integrity
 //
 // Every event row carries the CRC-32C of the event (checkpoint.Checksum

@@ -1,0 +1,270 @@
+package liteagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
+	"github.com/lite-agent/lite-agent/tool"
+	"github.com/lite-agent/lite-agent/workspace"
+)
+
+// Caps on the prior content kept for shell commands. A change over a cap is
+// recorded and listed by a restore as not undone, never skipped silently.
+const (
+	// shellFileCap: a larger file is hashed (so drift is seen) but its
+	// content is not kept.
+	shellFileCap = workspace.DefaultMaxFileBytes
+	// shellCommandCap bounds the prior content one command's changes need.
+	shellCommandCap = 256 << 20
+	// shellSessionCap bounds it for all the commands of a session.
+	shellSessionCap = 2 << 30
+	// keepBatch is how much content a scan gathers before it puts it.
+	keepBatch     = 8 << 20
+	keepBatchBlob = 512
+)
+
+// shellWatch is a session's view of its workdir between shell commands: the
+// latest manifest, so the next one reads only what changed since. The turn
+// and background job ends use it; mu orders them.
+type shellWatch struct {
+	mu       sync.Mutex
+	prev     *workspace.Manifest
+	manifest string // digest of the last manifest put as a blob
+	// spent is the prior content the session's records need, in bytes; -1
+	// until counted from the log.
+	spent  int64
+	loaded bool
+}
+
+// shellRun is one bracketed command: the manifest taken before it.
+type shellRun struct {
+	s      *Session
+	bs     checkpoint.BlobStore
+	callID string
+	before *workspace.Manifest
+	bg     bool
+}
+
+// blobStore returns the store's BlobStore, nil when it has none.
+func (a *Agent) blobStore() checkpoint.BlobStore {
+	bs, _ := a.store.(checkpoint.BlobStore)
+	return bs
+}
+
+// bracketed reports whether a call of t is a shell command whose effects
+// are tracked with manifests: a command tool not confined to reading.
+func bracketed(t tool.Tool, sandbox string) bool {
+	return t.Spec().Kind == tool.KindExec && sandbox != "read-only"
+}
+
+// backgroundInput reports whether a bash input asks for a background job.
+func backgroundInput(input []byte) bool {
+	var in struct {
+		Background any `json:"background"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return false
+	}
+	return in.Background == true || in.Background == "true"
+}
+
+// beforeShell takes the manifest before call c runs and returns the events
+// to append with its tool_started. It returns nil, nil when the call is
+// not bracketed, the store keeps no blobs, or the scan failed (the call
+// is then listed as not undone, as an untracked command).
+func (s *Session) beforeShell(ctx context.Context, c call, t tool.Tool, sandbox string) (*shellRun, []session.Event) {
+	bs := s.a.blobStore()
+	if bs == nil || !bracketed(t, sandbox) {
+		return nil, nil
+	}
+	w := &s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, err := s.scanLocked(ctx, bs)
+	if err != nil {
+		return nil, nil
+	}
+	digest, err := s.putManifestLocked(ctx, bs, m)
+	if err != nil {
+		return nil, nil
+	}
+	run := &shellRun{s: s, bs: bs, callID: c.id, before: m, bg: backgroundInput(c.input)}
+	ev := mustEvent(session.TypeWorkspaceScanned, session.WorkspaceScanned{CallID: c.id, Manifest: digest, Files: len(m.Entries)})
+	return run, []session.Event{ev}
+}
+
+// scanLocked takes a manifest of the workdir from the previous one,
+// putting the content it reads in the store. The caller holds w.mu.
+func (s *Session) scanLocked(ctx context.Context, bs checkpoint.BlobStore) (*workspace.Manifest, error) {
+	w := &s.watch
+	var batch []checkpoint.Blob
+	var size int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := bs.PutBlobs(ctx, batch)
+		batch, size = batch[:0], 0
+		return err
+	}
+	m, err := workspace.Scan(ctx, s.root.FS(), w.prev, &workspace.Options{
+		MaxFileBytes: shellFileCap,
+		Keep: func(_, digest string, data []byte) error {
+			batch = append(batch, checkpoint.Blob{Digest: digest, Data: data})
+			size += int64(len(data))
+			if size >= keepBatch || len(batch) >= keepBatchBlob {
+				return flush()
+			}
+			return nil
+		},
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.prev = m
+	return m, nil
+}
+
+// putManifestLocked keeps m as a blob (unless it is the one kept last) and
+// returns its digest.
+func (s *Session) putManifestLocked(ctx context.Context, bs checkpoint.BlobStore, m *workspace.Manifest) (string, error) {
+	data, err := m.Encode()
+	if err != nil {
+		return "", err
+	}
+	b := checkpoint.NewBlob(data)
+	if b.Digest == s.watch.manifest {
+		return b.Digest, nil
+	}
+	if err := bs.PutBlobs(ctx, []checkpoint.Blob{b}); err != nil {
+		return "", err
+	}
+	s.watch.manifest = b.Digest
+	return b.Digest, nil
+}
+
+// after takes the manifest after the command and returns its
+// workspace_changed, to append with the receipt. If that scan fails, the
+// record says so and the call's changes are listed as not undone.
+func (r *shellRun) after(ctx context.Context) session.Event {
+	s, w := r.s, &r.s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec := session.WorkspaceChanged{CallID: r.callID, Background: r.bg}
+	m, err := s.scanLocked(ctx, r.bs)
+	if err != nil {
+		rec.NotUndone = []session.PathNote{{Path: ".", Reason: fmt.Sprintf("the workdir could not be scanned after the command: %v", err)}}
+		return mustEvent(session.TypeWorkspaceChanged, rec)
+	}
+	s.recordChangesLocked(ctx, r.bs, &rec, workspace.Diff(r.before, m), m)
+	return mustEvent(session.TypeWorkspaceChanged, rec)
+}
+
+// recordChangesLocked fills rec from the changes between two manifests:
+// each change a restore can undo, or why it cannot.
+func (s *Session) recordChangesLocked(ctx context.Context, bs checkpoint.BlobStore, rec *session.WorkspaceChanged, changes []workspace.Change, after *workspace.Manifest) {
+	w := &s.watch
+	if err := s.countSpentLocked(ctx); err != nil {
+		w.spent = 0
+	}
+	var need []string
+	for _, c := range changes {
+		if c.Before != nil && c.Before.Mode.IsRegular() && c.Before.Skipped == "" {
+			need = append(need, c.Before.Digest)
+		}
+	}
+	have, err := bs.HasBlobs(ctx, need)
+	if err != nil {
+		have = map[string]bool{}
+	}
+	for _, d := range after.Unreadable {
+		rec.NotUndone = append(rec.NotUndone, session.PathNote{Path: d, Reason: "a directory that could not be read: what is in it is not tracked"})
+	}
+	var cmdBytes int64
+	for _, c := range changes {
+		pc := session.PathChange{Path: c.Path, Kind: string(c.Kind), Before: pathState(c.Before), After: pathState(c.After)}
+		note := func(reason string) {
+			rec.NotUndone = append(rec.NotUndone, session.PathNote{Path: c.Path, Reason: reason})
+		}
+		b := c.Before
+		switch {
+		case b == nil:
+			// Created: undone by removing it.
+		case b.IsDir():
+			if c.After != nil && !c.After.IsDir() {
+				note("a directory replaced by a file")
+				continue
+			}
+		case b.Mode&fs.ModeSymlink != 0:
+			note("a symbolic link: restore puts back regular files and directories only")
+			continue
+		case !b.Mode.IsRegular():
+			note("not a regular file")
+			continue
+		case c.After != nil && c.After.IsDir():
+			note("a file replaced by a directory")
+			continue
+		case b.Skipped != "":
+			note(b.Skipped)
+			continue
+		case !have[b.Digest]:
+			note("its content before the command is not in the store")
+			continue
+		case cmdBytes+b.Size > shellCommandCap:
+			note(fmt.Sprintf("over the cap of %d MiB of prior content per command", shellCommandCap>>20))
+			continue
+		case w.spent+b.Size > shellSessionCap:
+			note(fmt.Sprintf("over the cap of %d MiB of prior content per session", shellSessionCap>>20))
+			continue
+		default:
+			cmdBytes += b.Size
+			w.spent += b.Size
+		}
+		rec.Changes = append(rec.Changes, pc)
+	}
+	rec.BlobBytes = cmdBytes
+}
+
+// countSpentLocked counts, once, the prior content the session's log
+// already needs, for the per-session cap.
+func (s *Session) countSpentLocked(ctx context.Context) error {
+	w := &s.watch
+	if w.loaded {
+		return nil
+	}
+	var spent int64
+	for e, err := range s.a.store.Read(ctx, s.ID(), 1) {
+		if err != nil {
+			if errors.Is(err, checkpoint.ErrNotFound) {
+				break
+			}
+			return err
+		}
+		if e.Type != session.TypeWorkspaceChanged {
+			continue
+		}
+		var rec session.WorkspaceChanged
+		if e.Decode(&rec) == nil {
+			spent += rec.BlobBytes
+		}
+	}
+	w.spent, w.loaded = spent, true
+	return nil
+}
+
+// pathState is a manifest entry as the log records it.
+func pathState(e *workspace.Entry) *session.PathState {
+	if e == nil {
+		return nil
+	}
+	return &session.PathState{Mode: uint32(e.Mode), Size: e.Size, Digest: e.Digest}
+}

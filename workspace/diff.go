@@ -1,0 +1,143 @@
+package workspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Kind is what happened to a path between two manifests.
+type Kind string
+
+// Kinds of change.
+const (
+	Created Kind = "created"
+	Changed Kind = "changed" // content (or the kind of file) differs
+	Deleted Kind = "deleted"
+	// ModeChanged: same content, other permission bits.
+	ModeChanged Kind = "mode"
+)
+
+// Change is one path that differs between two manifests. Before is nil for
+// a created path, After for a deleted one.
+type Change struct {
+	Path   string
+	Kind   Kind
+	Before *Entry
+	After  *Entry
+}
+
+// Diff returns what differs from a to b, sorted by path: created,
+// changed, deleted and mode-changed files and directories. Two files
+// whose digests are both known compare by digest (a touch is no change);
+// where one is not known they compare by stat.
+func Diff(a, b *Manifest) []Change {
+	var ae, be []Entry
+	if a != nil {
+		ae = a.Entries
+	}
+	if b != nil {
+		be = b.Entries
+	}
+	var out []Change
+	i, j := 0, 0
+	for i < len(ae) || j < len(be) {
+		switch {
+		case j == len(be) || i < len(ae) && ae[i].Path < be[j].Path:
+			out = append(out, Change{Path: ae[i].Path, Kind: Deleted, Before: &ae[i]})
+			i++
+		case i == len(ae) || be[j].Path < ae[i].Path:
+			out = append(out, Change{Path: be[j].Path, Kind: Created, After: &be[j]})
+			j++
+		default:
+			if k, ok := compare(ae[i], be[j]); ok {
+				out = append(out, Change{Path: ae[i].Path, Kind: k, Before: &ae[i], After: &be[j]})
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// compare says how x became y, false when it did not change.
+func compare(x, y Entry) (Kind, bool) {
+	if x.Mode.Type() != y.Mode.Type() {
+		return Changed, true
+	}
+	if x.IsDir() {
+		if x.Mode != y.Mode {
+			return ModeChanged, true
+		}
+		return "", false
+	}
+	same := x.Digest == y.Digest
+	if x.Digest == "" || y.Digest == "" {
+		same = x.Digest == y.Digest && x.Size == y.Size && x.MTime == y.MTime && x.Inode == y.Inode
+	}
+	switch {
+	case !same:
+		return Changed, true
+	case x.Mode != y.Mode:
+		return ModeChanged, true
+	}
+	return "", false
+}
+
+// Paths returns the paths of changes, in order.
+func Paths(cs []Change) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Path
+	}
+	return out
+}
+
+// Encode writes m compactly (zstd-compressed JSON): a manifest of 10,000
+// files is a few hundred kilobytes as JSON and a small part of that
+// compressed. The encoding of equal manifests is equal.
+func (m *Manifest) Encode() ([]byte, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	return enc.EncodeAll(raw, nil), nil
+}
+
+// Decode reads a manifest Encode wrote.
+func Decode(data []byte) (*Manifest, error) {
+	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("decode manifest: %w", err)
+	}
+	defer dec.Close()
+	raw, err := io.ReadAll(dec)
+	if err != nil {
+		return nil, fmt.Errorf("decode manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decode manifest: %w", err)
+	}
+	for i := 1; i < len(m.Entries); i++ {
+		if strings.Compare(m.Entries[i-1].Path, m.Entries[i].Path) >= 0 {
+			return nil, fmt.Errorf("decode manifest: entries out of order at %q", m.Entries[i].Path)
+		}
+	}
+	return &m, nil
+}
+
+// Perm is the permission bits of a mode, as restore writes them back.
+func Perm(m fs.FileMode) fs.FileMode {
+	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
