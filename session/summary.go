@@ -121,6 +121,8 @@ type facts struct {
 	tool     string         // tool_started
 	paths    []string       // tool_started
 	jobStart JobStarted     // job_started
+	step     hazardStep     // what the event does to the hazards, when stepped
+	stepped  bool           // State worked step out already
 	callIDs  []string       // recovery_acknowledged
 	tokens   []string       // recovery_acknowledged
 	job      string         // job_finished
@@ -176,8 +178,12 @@ func (s *Summary) apply(e Event, f *facts) {
 	case TypeTurnInterrupted:
 		s.Status = StatusInterrupted
 	}
-	if st, ok := stepOf(e, f, s.Parent); ok {
-		s.Open = foldHazards(s.Open, st, hazardOfKey, Hazard.Key)
+	st, ok := f.step, f.stepped
+	if !ok {
+		st, ok = stepOf(e, f, s.Parent, false)
+	}
+	if ok {
+		s.Open = foldHazards(s.Open, &st, hazardOfKey, Hazard.Key)
 	}
 	if len(s.Open) == 0 {
 		s.Open = nil
