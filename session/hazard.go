@@ -48,24 +48,30 @@ func hazardOfKey(k string) Hazard {
 // hazardStep is what one event does to the open hazards.
 type hazardStep struct {
 	typ       Type
-	open      *Hazard  // tool_started, job_started: a hazard opens
+	opens     bool // tool_started, job_started: open opens
+	open      Hazard
 	finished  string   // tool_finished: the call id
 	jobEnded  string   // job_finished: the job id
 	ackCalls  []string // recovery_acknowledged: the call ids
 	ackTokens []string // recovery_acknowledged: the review tokens
 }
 
-// stepOf says what event e, whose payload gave f (p for the payloads only
-// State decodes fully), does to the hazards of a session whose fork point
-// is parent (nil for none). Jobs a fork copied from its parent's log are
-// the parent's: their ends are recorded there.
-func stepOf(e Event, f *facts, parent *ForkRef) (hazardStep, bool) {
+// stepOf says what event e, whose payload gave f, does to the hazards of a
+// session whose fork point is parent (nil for none). Jobs a fork copied
+// from its parent's log are the parent's: their ends are recorded there.
+// Without full, a tool's hazard has only what its Key needs (the summary's
+// case: no review token to hash).
+func stepOf(e Event, f *facts, parent *ForkRef, full bool) (hazardStep, bool) {
 	if !f.ok {
 		return hazardStep{}, false
 	}
 	switch e.Type {
 	case TypeToolStarted:
-		return hazardStep{typ: e.Type, open: &Hazard{Token: ReviewToken(f.callID, e.Seq), CallID: f.callID, Tool: f.tool, Seq: e.Seq, Started: e.Time, Paths: f.paths}}, true
+		st := hazardStep{typ: e.Type, opens: true, open: Hazard{CallID: f.callID}}
+		if full {
+			st.open = Hazard{Token: ReviewToken(f.callID, e.Seq), CallID: f.callID, Tool: f.tool, Seq: e.Seq, Started: e.Time, Paths: f.paths}
+		}
+		return st, true
 	case TypeToolFinished:
 		return hazardStep{typ: e.Type, finished: f.callID}, true
 	case TypeJobStarted:
@@ -73,8 +79,12 @@ func stepOf(e Event, f *facts, parent *ForkRef) (hazardStep, bool) {
 			return hazardStep{}, false
 		}
 		j := &f.jobStart
-		return hazardStep{typ: e.Type, open: &Hazard{Token: ReviewToken(j.CallID+"/"+j.Job, e.Seq), CallID: j.CallID, Job: j.Job, PID: j.PID,
-			Tool: fmt.Sprintf("bash background job %s (process group %d): %s", j.Job, j.PID, oneLine(j.Command, 60)), Seq: e.Seq, Started: e.Time}}, true
+		st := hazardStep{typ: e.Type, opens: true, open: Hazard{Token: ReviewToken(j.CallID+"/"+j.Job, e.Seq), CallID: j.CallID, Job: j.Job}}
+		if full {
+			st.open.PID, st.open.Seq, st.open.Started = j.PID, e.Seq, e.Time
+			st.open.Tool = fmt.Sprintf("bash background job %s (process group %d): %s", j.Job, j.PID, oneLine(j.Command, 60))
+		}
+		return st, true
 	case TypeJobFinished:
 		return hazardStep{typ: e.Type, jobEnded: f.job}, true
 	case TypeRecoveryAcknowledged:
@@ -85,7 +95,7 @@ func stepOf(e Event, f *facts, parent *ForkRef) (hazardStep, bool) {
 
 // closes reports whether the step closes hazard h: a tool by its receipt
 // or the acknowledgement of its call, a job by its end or its token.
-func (st hazardStep) closes(h Hazard) bool {
+func (st *hazardStep) closes(h Hazard) bool {
 	switch {
 	case st.typ == TypeRecoveryAcknowledged && h.Job != "":
 		return slices.Contains(st.ackTokens, h.Token)
@@ -102,11 +112,18 @@ func (st hazardStep) closes(h Hazard) bool {
 // foldHazards applies a step to a list of open hazards or of their
 // projections (as: how to see an element as a Hazard; mk: how to make
 // one). State keeps Hazards, Summary keeps keys; both go through here.
-func foldHazards[T any](list []T, st hazardStep, as func(T) Hazard, mk func(Hazard) T) []T {
-	if st.open != nil {
-		return append(list, mk(*st.open))
+func foldHazards[T any](list []T, st *hazardStep, as func(T) Hazard, mk func(Hazard) T) []T {
+	if st.opens {
+		return append(list, mk(st.open))
 	}
-	return slices.DeleteFunc(list, func(x T) bool { return st.closes(as(x)) })
+	kept := list[:0]
+	for _, x := range list {
+		if !st.closes(as(x)) {
+			kept = append(kept, x)
+		}
+	}
+	clear(list[len(kept):])
+	return kept
 }
 
 // oneLine returns s on one line, cut to n runes.

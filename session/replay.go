@@ -303,12 +303,14 @@ func (s *State) closeUnanswered(text string) {
 // applyHazard folds e, whose payload gave f, into the summary and the
 // hazards: one step, seen whole here and as keys by the summary.
 func (s *State) applyHazard(e Event, f *facts) {
+	f.step, f.stepped = stepOf(e, f, s.Summary.Parent, true)
 	s.Summary.apply(e, f)
-	if st, ok := stepOf(e, f, s.Summary.Parent); ok {
-		same := func(h Hazard) Hazard { return h }
-		s.hazards = foldHazards(s.hazards, st, same, same)
+	if f.stepped {
+		s.hazards = foldHazards(s.hazards, &f.step, sameHazard, sameHazard)
 	}
 }
+
+func sameHazard(h Hazard) Hazard { return h }
 
 // Transcript returns the messages to send to a model. Tool calls that are
 // still unanswered at the end of the log (their tools are running, or a

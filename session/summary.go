@@ -43,8 +43,7 @@ type Summary struct {
 	// their count. It is the projection of State's hazards (Hazard.Key).
 	Open []string `json:"open,omitempty"`
 	// Fold is the FoldVersion of the code that folded the summary from the
-	// log's first event; 0 for a summary of an older version, or of a log
-	// folded from its middle. A store that reads a summary whose Fold is
+	// log's first event; 0 for a log folded from its middle. A store that reads a summary whose Fold is
 	// not FoldVersion recomputes it from the log (see checkpoint.Refold).
 	Fold int `json:"fold,omitempty"`
 }
@@ -53,9 +52,11 @@ type Summary struct {
 // implement. It changes whenever what they compute from a log changes, so
 // that summaries stored by older code are recomputed rather than trusted.
 //
-// Version 1: summaries stored before versions existed. Version 2: hazards
-// of tools and jobs have one definition (Hazard); Open unchanged in form.
-const FoldVersion = 2
+// Version 1: the fold of this release and of every summary stored before
+// summaries carried a version (stores read those as version 1: hazards of
+// tools and jobs got one definition, Hazard, without changing what a
+// summary holds). Bump it with any change to what the fold computes.
+const FoldVersion = 1
 
 // Summarize folds a whole log into a summary for session id.
 func Summarize(id string, events []Event) Summary {
@@ -120,6 +121,8 @@ type facts struct {
 	tool     string         // tool_started
 	paths    []string       // tool_started
 	jobStart JobStarted     // job_started
+	step     hazardStep     // what the event does to the hazards, when stepped
+	stepped  bool           // State worked step out already
 	callIDs  []string       // recovery_acknowledged
 	tokens   []string       // recovery_acknowledged
 	job      string         // job_finished
@@ -175,8 +178,12 @@ func (s *Summary) apply(e Event, f *facts) {
 	case TypeTurnInterrupted:
 		s.Status = StatusInterrupted
 	}
-	if st, ok := stepOf(e, f, s.Parent); ok {
-		s.Open = foldHazards(s.Open, st, hazardOfKey, Hazard.Key)
+	st, ok := f.step, f.stepped
+	if !ok {
+		st, ok = stepOf(e, f, s.Parent, false)
+	}
+	if ok {
+		s.Open = foldHazards(s.Open, &st, hazardOfKey, Hazard.Key)
 	}
 	if len(s.Open) == 0 {
 		s.Open = nil

@@ -153,6 +153,7 @@ func (m *model) command(line string) tea.Cmd {
 	switch name {
 	case "/new":
 		m.agent.Use(nil)
+		m.sess = nil
 		m.setTranscript(newTranscript(), "")
 		m.tr.notice("new session: the next prompt starts it")
 		return m.refreshTasks() // a shared list stays
@@ -246,10 +247,12 @@ func (m *model) setTranscript(tr *transcript, id string) {
 // false) and shows its transcript, folded from its log; then note, then
 // the review of its interrupted tool calls, if any.
 func (m *model) loadCmd(id string, resume bool, note string) tea.Cmd {
-	a := m.agent
+	a, q := m.agent, m.updates
 	return m.do("loading the session", func(ctx context.Context) func(*model) tea.Cmd {
+		var sess *liteagent.Session
 		if resume {
-			if err := a.Resume(ctx, id); err != nil {
+			var err error
+			if sess, err = openSession(ctx, a, q, id); err != nil {
 				return failed("load session "+id, err)
 			}
 		}
@@ -263,6 +266,9 @@ func (m *model) loadCmd(id string, resume bool, note string) tea.Cmd {
 		tr.settle()
 		hz := a.Hazards()
 		return func(m *model) tea.Cmd {
+			if sess != nil {
+				m.sess = sess
+			}
 			m.setTranscript(tr, id)
 			if note != "" {
 				m.tr.notice(note)

@@ -9,8 +9,8 @@
 // (session, revision, model, tokens, running background jobs, workspace). Tool calls that need
 // approval are asked inline; /sessions and /checkpoints open pickers.
 //
-// The UI never blocks the agent: Agent.Send runs in a command goroutine,
-// updates arrive through Agent.Subscribe, and approvals travel through
+// The UI never blocks the agent: Session.Send runs in a command goroutine,
+// updates arrive through SendOptions.OnUpdate and SessionOptions.OnBackground (tui/updates.go), and approvals travel through
 // [Approvals], whose Approve method runs on the agent's goroutine and waits
 // for the user's answer (or for the turn to be cancelled).
 //

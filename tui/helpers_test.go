@@ -112,7 +112,7 @@ func newTestAgent(t testing.TB, p provider.Provider, approve liteagent.ApprovalF
 func newViewModel(t testing.TB, w, h int) *model {
 	t.Helper()
 	a, _ := newTestAgent(t, nil, nil)
-	m := newModel(context.Background(), a, Options{SessionDB: "sessions.db", Model: "test-model", Env: []string{"NO_COLOR=1"}}, nil, nil)
+	m := newModel(context.Background(), a, Options{SessionDB: "sessions.db", Model: "test-model", Env: []string{"NO_COLOR=1"}}, nil)
 	m.now = func() time.Time { return clock }
 	m.loc = time.UTC
 	m.ws = "~/proj"
@@ -239,17 +239,15 @@ type driver struct {
 	done chan struct{}
 }
 
-// drive starts the model of a real agent (subscribed as Run does).
+// drive starts the model of a real agent, as Run does.
 func drive(t testing.TB, a *liteagent.Agent, opts Options) *driver {
 	t.Helper()
-	updates, stop := a.Subscribe()
 	d := &driver{t: t, msgs: make(chan tea.Msg, 64), done: make(chan struct{})}
 	opts.Env = []string{"NO_COLOR=1"}
-	d.m = newModel(t.Context(), a, opts, updates, d.done)
+	d.m = newModel(t.Context(), a, opts, d.done)
 	d.m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	t.Cleanup(func() {
 		close(d.done)
-		stop()
 		if d.m.cancel != nil {
 			d.m.cancel()
 		}

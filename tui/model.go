@@ -18,12 +18,12 @@ import (
 
 // Messages of the program.
 type (
-	updatesMsg  []liteagent.Update // updates read from the subscription, in order
-	subEndedMsg struct{}           // the subscription closed (the agent closed)
+	updatesMsg  []liteagent.Update // updates taken from the queue, in order
 	askMsg      struct{ ask *approvalAsk }
 	askGoneMsg  struct{ ask *approvalAsk } // the turn ended while asking
 	turnDoneMsg struct {
 		prompt string
+		sess   *liteagent.Session // the session the turn ran in
 		res    *liteagent.Result
 		err    error
 	}
@@ -52,7 +52,7 @@ const (
 	cacheCap     = 96                    // rendered entries kept
 	cacheKeep    = 24                    // entries around the view kept when evicting
 	maxInputRows = 8
-	drainMax     = 512 // updates taken from the subscription per message
+	drainMax     = 512 // updates taken from the queue per message
 )
 
 // model is the program's state. It is used through a pointer and only on
@@ -61,8 +61,9 @@ type model struct {
 	agent     *liteagent.Agent
 	opts      Options
 	approvals *Approvals
-	updates   <-chan liteagent.Update
-	done      <-chan struct{} // closed when the program ends
+	updates   *updateQueue       // the updates of the screen's sessions
+	sess      *liteagent.Session // the screen's session; nil until the first prompt or load
+	done      <-chan struct{}    // closed when the program ends
 	// base is the program's context: turns and session operations derive
 	// from it, so quitting cancels them.
 	base context.Context
@@ -113,7 +114,8 @@ type model struct {
 	quitting bool
 }
 
-func newModel(ctx context.Context, a *liteagent.Agent, opts Options, updates <-chan liteagent.Update, done <-chan struct{}) *model {
+func newModel(ctx context.Context, a *liteagent.Agent, opts Options, done <-chan struct{}) *model {
+	updates := newUpdateQueue()
 	m := &model{
 		agent: a, opts: opts, approvals: opts.Approvals, updates: updates, done: done,
 		base: ctx, now: time.Now, loc: time.Local,
@@ -164,7 +166,9 @@ func newInput(th theme) textarea.Model {
 func (m *model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.readUpdates(), m.readAsks()}
 	if m.sessionID != "" {
-		cmds = append(cmds, m.loadCmd(m.sessionID, false, ""))
+		// Opened again for the screen, so that the updates of its
+		// background work come here.
+		cmds = append(cmds, m.loadCmd(m.sessionID, true, ""))
 	} else {
 		m.tr.notice("lite-agent in " + m.workspace() + ": type a prompt, /help for commands")
 		cmds = append(cmds, m.refreshTasks()) // a shared list (--task-list) shows before the first prompt
@@ -174,30 +178,12 @@ func (m *model) Init() tea.Cmd {
 
 // readUpdates waits for the next updates and takes those already queued.
 func (m *model) readUpdates() tea.Cmd {
-	ch, done := m.updates, m.done
+	q, done := m.updates, m.done
 	return func() tea.Msg {
-		var batch updatesMsg
-		select {
-		case u, ok := <-ch:
-			if !ok {
-				return subEndedMsg{}
-			}
-			batch = append(batch, u)
-		case <-done:
-			return nil
+		if batch := q.take(done, drainMax); batch != nil {
+			return updatesMsg(batch)
 		}
-		for len(batch) < drainMax {
-			select {
-			case u, ok := <-ch:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, u)
-			default:
-				return batch
-			}
-		}
-		return batch
+		return nil
 	}
 }
 
@@ -241,8 +227,6 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return m.ctrlC()
 	case updatesMsg:
 		return tea.Batch(m.applyUpdates(msg), m.readUpdates())
-	case subEndedMsg:
-		m.quitting = true
 	case askMsg:
 		return tea.Batch(m.asked(msg.ask), m.readAsks())
 	case askGoneMsg:
@@ -488,9 +472,16 @@ func (m *model) startTurn(prompt string) tea.Cmd {
 	for _, n := range notes {
 		m.tr.notice(n)
 	}
+	sess, q := m.sess, m.updates
 	send := func() tea.Msg {
-		res, err := a.Send(ctx, expanded)
-		return turnDoneMsg{prompt: prompt, res: res, err: err}
+		if sess == nil {
+			var err error
+			if sess, err = openSession(ctx, a, q, ""); err != nil {
+				return turnDoneMsg{prompt: prompt, err: err}
+			}
+		}
+		res, err := sess.Send(ctx, expanded, &liteagent.SendOptions{OnUpdate: q.push})
+		return turnDoneMsg{prompt: prompt, sess: sess, res: res, err: err}
 	}
 	return tea.Batch(send, m.spinTick())
 }
@@ -520,6 +511,9 @@ func (m *model) turnDone(msg turnDoneMsg) tea.Cmd {
 	if m.cancel != nil {
 		m.cancel()
 		m.cancel = nil
+	}
+	if m.sess == nil {
+		m.sess = msg.sess // the session the first prompt started
 	}
 	if msg.res != nil && msg.res.Session != "" && m.sessionID == "" {
 		m.sessionID = msg.res.Session

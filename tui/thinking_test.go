@@ -15,7 +15,7 @@ import (
 // before the answer, in the dim colour; a loaded message's thinking too.
 func TestThinkingShownDimmed(t *testing.T) {
 	a, _ := newTestAgent(t, nil, nil)
-	m := newModel(context.Background(), a, Options{Env: []string{"NO_COLOR="}}, nil, nil)
+	m := newModel(context.Background(), a, Options{Env: []string{"NO_COLOR="}}, nil)
 	m.Update(teaSize(80, 24))
 	l := &logBuilder{session: sid}
 	think := liteagent.Update{Session: sid, Delta: &provider.Delta{Kind: provider.DeltaThinking, Text: "weighing the options"}}

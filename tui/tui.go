@@ -53,12 +53,10 @@ func Run(ctx context.Context, a *liteagent.Agent, opts *Options) error {
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
-	updates, stop := a.Subscribe()
-	defer stop()
 	done := make(chan struct{})
 	defer close(done)
 
-	m := newModel(ctx, a, o, updates, done)
+	m := newModel(ctx, a, o, done)
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(o.Env), tea.WithoutSignalHandler()}
 	if o.Input != nil {
 		popts = append(popts, tea.WithInput(o.Input))

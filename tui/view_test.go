@@ -172,7 +172,7 @@ func TestNarrowAndResize(t *testing.T) {
 func TestColorsUnlessNoColor(t *testing.T) {
 	for _, env := range [][]string{{"NO_COLOR=1"}, {"NO_COLOR="}, {}} {
 		a, _ := newTestAgent(t, nil, nil)
-		m := newModel(context.Background(), a, Options{Env: env}, nil, nil)
+		m := newModel(context.Background(), a, Options{Env: env}, nil)
 		m.Update(teaSize(80, 24))
 		feed(m, toolTurn(&logBuilder{session: sid})...)
 		colored := hasColor(m.View().Content)

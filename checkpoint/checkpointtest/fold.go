@@ -32,7 +32,7 @@ func testOldFoldVersion(t *testing.T, b Backend) {
 	}
 	for i, id := range ids[:2] {
 		wrong := session.Summarize(id, logs[id])
-		wrong.Fold = i // 0: before fold versions; 1: the first versioned fold
+		wrong.Fold = session.FoldVersion - 1 - i // older versions
 		wrong.Title, wrong.Messages, wrong.Open = "stale title", 99, nil
 		b.StoreSummary(t, c, loc, id, wrong)
 	}
@@ -60,7 +60,7 @@ func testOldFoldVersion(t *testing.T, b Backend) {
 
 	// An append folds on from the log, not from a stale summary.
 	wrong := session.Summarize("old-1", logs["old-1"])
-	wrong.Fold, wrong.Title, wrong.Messages = 1, "stale again", 50
+	wrong.Fold, wrong.Title, wrong.Messages = session.FoldVersion-1, "stale again", 50
 	b.StoreSummary(t, c, loc, "old-1", wrong)
 	fin := toolFinished("c1")
 	mustAppend(t, c, "old-1", 3, fin)

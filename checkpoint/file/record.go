@@ -88,7 +88,7 @@ func appendRecord(b []byte, rec indexRecord) []byte {
 	for _, o := range s.Open {
 		w.str(o)
 	}
-	w.uvarint(uint64(s.Fold)) // absent in records written before fold versions: Fold 0
+	w.uvarint(uint64(s.Fold)) // absent in records written before fold versions: fold version 1
 	return w.b
 }
 
@@ -191,6 +191,8 @@ func decodeRecord(p []byte) (indexRecord, error) {
 		}
 		if len(r.p) > 0 {
 			s.Fold = int(r.uvarint())
+		} else {
+			s.Fold = 1 // written by fold version 1, before records carried it
 		}
 	default:
 		return rec, errBadRecord

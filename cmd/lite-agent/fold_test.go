@@ -55,11 +55,11 @@ func TestDoctorRefoldsOldSummaries(t *testing.T) {
 	rows.Close()
 	var ids []string
 	for id, e := range entries {
-		// An entry ends with its fold version, a zigzag varint: 2 is 0x04.
+		// An entry ends with its fold version, a zigzag varint (1 is 0x02).
 		if e[len(e)-1] != byte(2*session.FoldVersion) {
 			t.Fatalf("entry of %s does not end with fold version %d: %x", id, session.FoldVersion, e)
 		}
-		e[len(e)-1] = 2 // fold version 1
+		e[len(e)-1] = byte(2 * (session.FoldVersion - 1)) // the version before
 		if _, err := h.Exec(`UPDATE sessions SET entry = ? WHERE id = ?`, e, id); err != nil {
 			t.Fatal(err)
 		}

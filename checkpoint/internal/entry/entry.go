@@ -24,8 +24,8 @@ import (
 //	number of open calls, then each open call id,
 //	the summary's fold version (session.FoldVersion when it was folded).
 //
-// Version 1 entries have no fold version: they decode with Fold 0, so the
-// store recomputes them from their logs. Entries delimit themselves, so a
+// Version 1 entries have no fold version: they were written by fold
+// version 1 and decode with Fold 1. Entries delimit themselves, so a
 // store can concatenate a whole listing into one value and decode it in
 // one pass (DecodeAll).
 const Version = 2
@@ -242,6 +242,8 @@ func Next(b string, s *session.Summary) (rest string, _ error) {
 	}
 	if v >= 2 {
 		s.Fold = int(r.varint())
+	} else {
+		s.Fold = 1 // entries of version 1 were written by fold version 1
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = ErrMalformed

@@ -164,13 +164,13 @@ func FuzzDecodeEntry(f *testing.F) {
 }
 
 // TestEntryVersion1 decodes an entry written before fold versions: the
-// summary comes back whole with Fold 0, so stores recompute it.
+// summary comes back whole, with fold version 1 (which wrote it).
 func TestEntryVersion1(t *testing.T) {
-	want := session.Summary{ID: "s1", Namespace: "ns", Title: "hi", Head: 7, Messages: 2, Status: session.StatusCompleted,
+	want := session.Summary{ID: "s1", Namespace: "ns", Title: "hi", Head: 7, Messages: 2, Status: session.StatusCompleted, Fold: 1,
 		Created: time.Unix(1e9, 0).UTC(), Updated: time.Unix(1e9, 5000).UTC(), Open: []string{"c1"}}
 	v2 := Encode(&want)
-	if v2[0] != Version || v2[len(v2)-1] != 0 {
-		t.Fatalf("entry %x: want version %d and a fold of 0 at the end", v2, Version)
+	if v2[0] != Version || v2[len(v2)-1] != 2 {
+		t.Fatalf("entry %x: want version %d and a fold of 1 at the end", v2, Version)
 	}
 	body := v2[2 : len(v2)-1] // one length byte, then the body without its fold
 	v1 := append([]byte{1}, binary.AppendUvarint(nil, uint64(len(body)))...)
@@ -182,8 +182,8 @@ func TestEntryVersion1(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("version 1 entry (-want +got):\n%s", diff)
 	}
-	want.Fold = session.FoldVersion
-	if got, err := Decode(string(Encode(&want))); err != nil || got.Fold != session.FoldVersion {
+	want.Fold = 7
+	if got, err := Decode(string(Encode(&want))); err != nil || got.Fold != 7 {
 		t.Errorf("version 2 entry: fold %d, %v", got.Fold, err)
 	}
 }
