@@ -104,6 +104,8 @@ type SessionStarted struct {
 	Model     string `json:"model,omitempty"`
 	// Parent is set when the session was forked from another one.
 	Parent *ForkRef `json:"parent,omitempty"`
+	// Imported is set when the log was imported from an export stream.
+	Imported *Import `json:"imported,omitempty"`
 }
 
 // ForkRef names the point of another session a fork was taken from.

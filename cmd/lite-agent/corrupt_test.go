@@ -145,9 +145,7 @@ func TestDamagedDatabasePage(t *testing.T) {
 	if code != 0 || strings.Count(exported, "\n") != len(lines) {
 		t.Fatalf("--export of the imported session: exit %d, %d lines, %q", code, strings.Count(exported, "\n"), errs)
 	}
-	if got, want := strings.Join(strings.Split(strings.TrimSpace(exported), "\n")[1:], "\n"), strings.Join(lines[1:], "\n"); got != want {
-		t.Fatalf("the imported session's events differ from the salvaged ones:\n%s\nwant:\n%s", got, want)
-	}
+	sameButImportMark(t, exported, salvaged, file, false)
 	if code, _, errs := run(t, nil, work, "--session-db", fresh, "--session-info", id); code != 0 {
 		t.Fatalf("--session-info of the imported session: exit %d, %q", code, errs)
 	}
