@@ -112,34 +112,3 @@ func (r *Root) RemoveStrayTemps(paths []string) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
-
-// StrayTemps walks the directory tree at dir (not following symlinks, not
-// entering .git) and returns the paths, relative to dir, of the regular
-// files shaped like WriteFile's temporary files: strays of writes a crash
-// cut off. It reads only.
-func StrayTemps(dir string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // unreadable parts are not ours to judge
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if _, ok := StrayTempOf(d.Name()); ok && d.Type().IsRegular() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return out, err
-}

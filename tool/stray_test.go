@@ -35,17 +35,18 @@ func TestStrayTempOf(t *testing.T) {
 	}
 }
 
-// TestStrayTemps: the walk finds strays anywhere below the directory but
-// not in .git, and not symlinks; a WriteFile that completes leaves none.
-func TestStrayTemps(t *testing.T) {
+// TestFindStrayTemps: the strays beside the given files are found and
+// removed; other files, symlinks and a completed write's leftovers (none)
+// are not.
+func TestFindStrayTemps(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []string{"a/.x.go.lite-agent-abcdefghij.tmp", ".top.lite-agent-abcdefghij.tmp", ".git/.y.lite-agent-abcdefghij.tmp", "a/user.tmp"} {
+	for _, p := range []string{"a/.x.go.lite-agent-abcdefghij.tmp", ".top.lite-agent-abcdefghij.tmp", "a/.y.go.lite-agent-abcdefghij.tmp", "a/user.tmp"} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.Symlink("a/user.tmp", filepath.Join(dir, ".link.lite-agent-abcdefghij.tmp"))
+	os.Symlink("user.tmp", filepath.Join(dir, "a", ".x.go.lite-agent-linkedlink.tmp"))
 	r, err := OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -58,18 +59,22 @@ func TestStrayTemps(t *testing.T) {
 	if err := l.WriteFile([]byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := StrayTemps(dir)
-	want := []string{".top.lite-agent-abcdefghij.tmp", filepath.Join("a", ".x.go.lite-agent-abcdefghij.tmp")}
-	slices.Sort(got)
-	slices.Sort(want)
+	paths := []string{"a/x.go", "a/x.go", "top", "a/new.txt", "gone/dir/f"}
+	got, err := r.FindStrayTemps(paths)
+	want := []string{filepath.Join("a", ".x.go.lite-agent-abcdefghij.tmp"), ".top.lite-agent-abcdefghij.tmp"}
 	if err != nil || !slices.Equal(got, want) {
-		t.Fatalf("StrayTemps = %q, %v; want %q", got, err, want)
+		t.Fatalf("FindStrayTemps = %q, %v; want %q", got, err, want)
 	}
-	removed, err := r.RemoveStrayTemps([]string{"a/x.go", "a/x.go", "gone/dir/f"})
-	if err != nil || !slices.Equal(removed, []string{filepath.Join("a", ".x.go.lite-agent-abcdefghij.tmp")}) {
+	removed, err := r.RemoveStrayTemps(paths)
+	if err != nil || !slices.Equal(removed, want) {
 		t.Fatalf("RemoveStrayTemps = %q, %v", removed, err)
 	}
-	if got, _ := StrayTemps(dir); !slices.Equal(got, []string{".top.lite-agent-abcdefghij.tmp"}) {
-		t.Fatalf("after removing a/x.go's stray: %q", got)
+	if got, _ := r.FindStrayTemps(paths); len(got) != 0 {
+		t.Fatalf("after the removal: %q", got)
+	}
+	for _, p := range []string{"a/.y.go.lite-agent-abcdefghij.tmp", "a/user.tmp", "a/new.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s went: %v", p, err)
+		}
 	}
 }
