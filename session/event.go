@@ -87,7 +87,8 @@ func (e Event) Known() bool {
 		TypeFileSnapshot, TypeToolFinished, TypeTurnCompleted, TypeTurnInterrupted,
 		TypeRecoveryAcknowledged, TypeRestored, TypeProjectContext, TypeCompaction,
 		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished,
-		TypeWorkdirChanged, TypeRestoreStarted, TypePermissionDecided, TypeSessionTitled:
+		TypeWorkdirChanged, TypeRestoreStarted, TypePermissionDecided, TypeSessionTitled,
+		TypeEventLost:
 		return true
 	}
 	return false

@@ -32,7 +32,11 @@
 // head in the store it was exported from. They differ only in a salvaged
 // stream (see Salvage), whose header also says so and why:
 //
-//	{"v":1,"export":{"session":"01m8q…","head":21,"events":9,"salvaged":true,"damage":"session 01m8q… is damaged at seq 10: …"}}
+//	{"v":1,"export":{"session":"01m8q…","head":21,"events":21,"salvaged":true,"damage":"session 01m8q… is damaged at seq 10: …","lost":[{"from":10,"to":10,"reason":"…"}]}}
+//
+// In a salvaged stream a seq that did not verify is an event_lost event
+// (session.EventLost) when events follow it; events is then the last
+// salvaged seq, and lost lists every run of seqs that did not verify.
 //
 // Import refuses a stream whose event lines are fewer or more than its
 // header says. Streams written before the header existed have none and
