@@ -181,8 +181,27 @@ func taskListProblems(ctx context.Context, c Checkpointer, s session.Summary, he
 	return nil, nil
 }
 
-// checkLog reads one log and checks it against its summary.
+// checkLog reads one log and checks it against its summary. A writer may
+// go on meanwhile: events past the summary's head are a later append, and
+// when the fold still differs the summary is read again; only a log that
+// stays still and differs is stale.
 func checkLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Problem, int64, error) {
+	for try := 0; ; try++ {
+		out, n, stale, err := checkLogOnce(ctx, c, stored)
+		if err != nil || !stale || try == 3 {
+			return out, n, err
+		}
+		now, err := c.Head(ctx, stored.ID)
+		if err != nil || bytes.Equal(entry.Encode(&now), entry.Encode(&stored)) {
+			return out, n, nil
+		}
+		stored = now // it moved: check again against what it is now
+	}
+}
+
+// checkLogOnce is one pass of checkLog; stale says whether the fold
+// differed from stored.
+func checkLogOnce(ctx context.Context, c Checkpointer, stored session.Summary) (_ []Problem, _ int64, stale bool, _ error) {
 	var out []Problem
 	fold := session.Summary{ID: stored.ID}
 	var n int64
@@ -191,11 +210,14 @@ func checkLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Pr
 		switch {
 		case errors.As(err, &ce):
 			return append(out, Problem{Session: stored.ID, Seq: ce.Seq, Kind: ProblemCorrupt, Detail: ce.Error(),
-				Fix: fmt.Sprintf("run --doctor --repair (stores that can move a damaged tail aside keep events 1 to %d), or --export %s --salvage and import the result", ce.Seq-1, stored.ID)}), n, nil
+				Fix: fmt.Sprintf("run --doctor --repair (stores that can move a damaged tail aside keep events 1 to %d), or --export %s --salvage and import the result", ce.Seq-1, stored.ID)}), n, false, nil
 		case errors.Is(err, ErrNotFound):
-			return out, n, nil // deleted since the listing
+			return out, n, false, nil // deleted since the listing
 		case err != nil:
-			return nil, n, fmt.Errorf("doctor: read %s: %w", stored.ID, err)
+			return nil, n, false, fmt.Errorf("doctor: read %s: %w", stored.ID, err)
+		}
+		if e.Seq > stored.Head {
+			break // appended since the summary was read
 		}
 		n++
 		if len(e.Data) > 0 && !json.Valid(e.Data) {
@@ -209,6 +231,7 @@ func checkLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Pr
 		out = append(out, Problem{Session: stored.ID, Kind: ProblemSummaryStale,
 			Detail: fmt.Sprintf("the stored summary (head %d, %d messages, %q) differs from a fold of the log (head %d, %d messages, %q)", stored.Head, stored.Messages, stored.Title, fold.Head, fold.Messages, fold.Title),
 			Fix:    "run --doctor --repair to rebuild it from the log"})
+		return out, n, true, nil
 	}
-	return out, n, nil
+	return out, n, false, nil
 }
