@@ -120,7 +120,7 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 			r.Events += s.Head
 			continue
 		}
-		found, n, err := checkLog(ctx, c, s)
+		found, n, err := CheckLog(ctx, c, s)
 		if err != nil {
 			return nil, err
 		}
@@ -181,11 +181,14 @@ func taskListProblems(ctx context.Context, c Checkpointer, s session.Summary, he
 	return nil, nil
 }
 
-// checkLog reads one log and checks it against its summary. A writer may
-// go on meanwhile: events past the summary's head are a later append, and
-// when the fold still differs the summary is read again; only a log that
-// stays still and differs is stale.
-func checkLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Problem, int64, error) {
+// CheckLog reads the log of the session stored summarizes and checks it
+// against that summary: it reads back whole, its payloads are JSON, its
+// fold equals the summary. It returns the problems and the number of
+// events read. A writer may go on meanwhile: events past the summary's
+// head are a later append, and when the fold still differs the summary is
+// read again; only a log that stays still and differs is stale. Doctor
+// runs it on stores without a Repairer; a Repairer may run it too.
+func CheckLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Problem, int64, error) {
 	for try := 0; ; try++ {
 		out, n, stale, err := checkLogOnce(ctx, c, stored)
 		if err != nil || !stale || try == 3 {
@@ -199,7 +202,7 @@ func checkLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Pr
 	}
 }
 
-// checkLogOnce is one pass of checkLog; stale says whether the fold
+// checkLogOnce is one pass of CheckLog; stale says whether the fold
 // differed from stored.
 func checkLogOnce(ctx context.Context, c Checkpointer, stored session.Summary) (_ []Problem, _ int64, stale bool, _ error) {
 	var out []Problem

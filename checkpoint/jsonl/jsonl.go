@@ -346,7 +346,7 @@ func markImported(e session.Event, h *header, events int64, opts *ImportOptions)
 		return e, err
 	}
 	host, _ := os.Hostname()
-	m := session.Import{From: "stdin", Host: host, At: time.Now().UTC(), Head: events}
+	m := session.Import{From: "stdin", Host: host, At: time.Now().UTC().Truncate(time.Microsecond), Head: events} // stores keep microseconds
 	if opts != nil && opts.From != "" {
 		m.From = opts.From
 	}
