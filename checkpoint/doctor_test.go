@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
@@ -87,5 +88,16 @@ func TestDoctorForksAndTaskLists(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHasWords: HasWords agrees with Words on texts with and without
+// words, words too long to index among them.
+func TestHasWords(t *testing.T) {
+	long := strings.Repeat("x", checkpoint.MaxWordBytes+1)
+	for _, text := range []string{"", " ", "!?", "a", " héllo ", "42", long, long + " b", "— …", "日本"} {
+		if got, want := checkpoint.HasWords(text), len(checkpoint.Words(text)) > 0; got != want {
+			t.Errorf("HasWords(%q) = %v, Words has %d", text, got, len(checkpoint.Words(text)))
+		}
 	}
 }

@@ -258,7 +258,7 @@ func indexedSeqs(kind string, events []session.Event) []int64 {
 		return nil
 	}
 	for _, e := range events {
-		if indexWords(e) != "" {
+		if session.Searchable(e.Type) && checkpoint.HasWords(session.SearchText(e)) {
 			out = append(out, e.Seq)
 		}
 	}

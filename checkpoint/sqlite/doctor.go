@@ -270,7 +270,7 @@ func (s *Store) indexDiffers(ctx context.Context, c *conn, l *doctorLog, kind st
 	var want []int64
 	if kind == "" {
 		for _, e := range l.good {
-			if indexWords(e) != "" {
+			if session.Searchable(e.Type) && checkpoint.HasWords(session.SearchText(e)) {
 				want = append(want, eventKey(l.n, e.Seq))
 			}
 		}
