@@ -35,7 +35,7 @@ const (
 		CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
 	// stmtVocab creates the index's vocabulary table (the words it holds,
 	// in order), which stores nothing of its own.
-	stmtVocab = `CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
+	stmtVocab        = `CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
 	stmtIndexVersion = `SELECT (SELECT max(version) FROM search_meta), EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'search')`
 	stmtIndexInsert  = `INSERT OR REPLACE INTO search (rowid, words) VALUES (?, ?)`
 	stmtIndexDrop    = `DELETE FROM search WHERE rowid > ? AND rowid <= ?`
