@@ -83,7 +83,9 @@ func (s *Store) match(ctx context.Context, c *conn, q checkpoint.Query) (expr st
 		return ftsQuery(q), true
 	}
 	last := terms[len(terms)-1]
-	rows, err := c.query(ctx, `SELECT term FROM search_vocab WHERE term >= ? ORDER BY term LIMIT ?`, last, int64(maxExpansion+1))
+	// Bounded above too: fts5vocab counts each row's documents as it
+	// reads it, and the word after the last match may be a common one.
+	rows, err := c.query(ctx, `SELECT term FROM search_vocab WHERE term >= ?1 AND term < ?2 ORDER BY term LIMIT ?3`, last, last+"\xff", int64(maxExpansion+1))
 	if err != nil {
 		return ftsQuery(q), true // a database whose writable opens predate the vocabulary
 	}
