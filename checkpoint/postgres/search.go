@@ -37,7 +37,9 @@ const (
 		PRIMARY KEY (session, seq)
 	);
 	CREATE INDEX IF NOT EXISTS search_index_words ON search_index USING gin (words);
+	CREATE INDEX IF NOT EXISTS search_index_time ON search_index (time DESC, seq DESC);
 	CREATE TABLE IF NOT EXISTS search_meta (version integer NOT NULL)`
+	indexTimeSQL    = `CREATE INDEX IF NOT EXISTS search_index_time ON search_index (time DESC, seq DESC)`
 	indexExistsSQL  = `SELECT to_regclass('search_meta') IS NOT NULL AND to_regclass('search_index') IS NOT NULL`
 	indexVersionSQL = `SELECT coalesce(max(version), 0) FROM search_meta`
 	indexLockSQL    = `SELECT pg_advisory_xact_lock(hashtext('lite-agent search index ' || current_schema()))`
@@ -83,7 +85,10 @@ func ensureIndex(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("read the search index version: %w", err)
 	}
 	if v == checkpoint.SearchVersion {
-		return nil
+		// Words in most events are found newest first along this index
+		// instead of sorting every match; indexes built before it get it.
+		_, err := conn.Exec(ctx, indexTimeSQL)
+		return err
 	}
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, indexLockSQL); err != nil {
