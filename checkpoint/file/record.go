@@ -88,7 +88,7 @@ func appendRecord(b []byte, rec indexRecord) []byte {
 	for _, o := range s.Open {
 		w.str(o)
 	}
-	w.uvarint(uint64(s.Fold)) // absent in records written before fold versions: Fold 0
+	w.uvarint(uint64(s.Fold))      // absent in records written before fold versions: Fold 0
 	if m := s.Imported; m != nil { // only imported sessions: other records end above
 		w.uvarint(1)
 		w.str(m.From)
