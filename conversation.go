@@ -340,7 +340,8 @@ func (s *Session) Hazards() []session.Hazard {
 // Acknowledge records that the user reviewed the interrupted tool calls
 // with these review tokens. The model is then told their outcome is
 // unknown and that they were not re-run. An unknown token is an error and
-// nothing is recorded.
+// nothing is recorded. Temporary files the interrupted writes left beside
+// their files (".NAME.lite-agent-*.tmp") are removed.
 func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 	ctx, leave, err := s.enter(ctx)
 	if err != nil {
@@ -356,6 +357,7 @@ func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 		return err // its calls are running, not cut off
 	}
 	var ack session.RecoveryAcknowledged
+	var acked []session.Hazard
 	hazards := s.Hazards()
 	for _, tok := range tokens {
 		i := slices.IndexFunc(hazards, func(h session.Hazard) bool { return h.Token == tok })
@@ -367,6 +369,7 @@ func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 			return fmt.Errorf("review token %q does not name an interrupted tool call of session %s (open tokens: %s)", tok, s.id, strings.Join(known, ", "))
 		}
 		ack.Tokens = append(ack.Tokens, tok)
+		acked = append(acked, hazards[i])
 		// A background job's call already has its result: only the token
 		// closes the job.
 		if hazards[i].Job == "" {
@@ -376,7 +379,11 @@ func (s *Session) Acknowledge(ctx context.Context, tokens ...string) error {
 	if len(ack.Tokens) == 0 {
 		return errors.New("no review token given")
 	}
-	return s.append(ctx, mustEvent(session.TypeRecoveryAcknowledged, ack))
+	if err := s.append(ctx, mustEvent(session.TypeRecoveryAcknowledged, ack)); err != nil {
+		return err
+	}
+	s.clearStrays(acked)
+	return nil
 }
 
 // Tasks returns the task list the session works with: the shared list

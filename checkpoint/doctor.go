@@ -14,7 +14,7 @@ import (
 // The doctor checks a store against its logs: every log reads (framing,
 // checksums, seqs 1, 2, 3 … up to the recorded head), every event's payload
 // is JSON, the stored summary equals a fold of the log, a fork's parent is
-// there, and, through a store's Repairer, what it derives (summary rows,
+// there (on every store), a private task list's session is there, and, through a store's Repairer, what it derives (summary rows,
 // search index) matches the logs. With repair, a Repairer rebuilds derived
 // data from the logs and moves a damaged tail aside; the doctor itself never
 // deletes an event.
@@ -101,14 +101,26 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 	for _, s := range list {
 		heads[s.ID] = s.Head
 	}
+	if opts.Session != "" {
+		// One session's parent and owner are looked up one by one.
+		heads = nil
+	}
 	for _, s := range list {
 		r.Sessions++
+		r.Problems = append(r.Problems, parentProblems(ctx, c, s, heads)...)
+		if s.Kind == session.KindTaskList {
+			found, err := taskListProblems(ctx, c, s, heads)
+			if err != nil {
+				return nil, err
+			}
+			r.Problems = append(r.Problems, found...)
+		}
 		if whole {
 			// The store's own check read every log once already.
 			r.Events += s.Head
 			continue
 		}
-		found, n, err := checkLog(ctx, c, s, heads)
+		found, n, err := CheckLog(ctx, c, s)
 		if err != nil {
 			return nil, err
 		}
@@ -123,8 +135,81 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 	return r, nil
 }
 
-// checkLog reads one log and checks it against its summary.
-func checkLog(ctx context.Context, c Checkpointer, stored session.Summary, heads map[string]int64) ([]Problem, int64, error) {
+// Problem kinds of what refers to other sessions.
+const (
+	// ProblemTaskListOrphaned is a private task list whose session is gone.
+	ProblemTaskListOrphaned = "task_list_orphaned"
+)
+
+// present reports whether session id is in the store: from heads when
+// given (a listing of every session), else by asking the store.
+func present(ctx context.Context, c Checkpointer, heads map[string]int64, id string) bool {
+	if heads != nil {
+		_, ok := heads[id]
+		return ok
+	}
+	_, err := c.Head(ctx, id)
+	return err == nil
+}
+
+// parentProblems checks that the session a fork (an undo fork of a restore
+// among them) was taken from is still there. Its head may be below the
+// fork's seq: a restore rewinds the session its undo fork was taken from.
+func parentProblems(ctx context.Context, c Checkpointer, s session.Summary, heads map[string]int64) []Problem {
+	p := s.Parent
+	if p == nil || present(ctx, c, heads, p.Session) {
+		return nil
+	}
+	return []Problem{{Session: s.ID, Kind: ProblemParentMissing,
+		Detail: fmt.Sprintf("it was forked from %s at seq %d, which this store no longer holds", p.Session, p.Seq),
+		Fix:    "nothing to do: a fork holds its own copy of the parent's events"}}
+}
+
+// taskListProblems checks that a private task list's session is there: a
+// list outlives its session only when a delete was cut short.
+func taskListProblems(ctx context.Context, c Checkpointer, s session.Summary, heads map[string]int64) ([]Problem, error) {
+	for e, err := range c.Read(ctx, s.ID, 1) {
+		if err != nil {
+			return nil, nil // a damaged list is the log check's to report
+		}
+		if e.Type != session.TypeTaskListCreated {
+			continue
+		}
+		var p session.TaskListCreated
+		if e.Decode(&p) != nil || p.Session == "" || present(ctx, c, heads, p.Session) {
+			return nil, nil
+		}
+		return []Problem{{Session: s.ID, Kind: ProblemTaskListOrphaned,
+			Detail: fmt.Sprintf("the private task list of session %s, which this store no longer holds (a delete was cut short)", p.Session),
+			Fix:    fmt.Sprintf("delete it: lite-agent --delete-session %s (nothing else reads it)", s.ID)}}, nil
+	}
+	return nil, nil
+}
+
+// CheckLog reads the log of the session stored summarizes and checks it
+// against that summary: it reads back whole, its payloads are JSON, its
+// fold equals the summary. It returns the problems and the number of
+// events read. A writer may go on meanwhile: events past the summary's
+// head are a later append, and when the fold still differs the summary is
+// read again; only a log that stays still and differs is stale. Doctor
+// runs it on stores without a Repairer; a Repairer may run it too.
+func CheckLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Problem, int64, error) {
+	for try := 0; ; try++ {
+		out, n, stale, err := checkLogOnce(ctx, c, stored)
+		if err != nil || !stale || try == 3 {
+			return out, n, err
+		}
+		now, err := c.Head(ctx, stored.ID)
+		if err != nil || bytes.Equal(entry.Encode(&now), entry.Encode(&stored)) {
+			return out, n, nil
+		}
+		stored = now // it moved: check again against what it is now
+	}
+}
+
+// checkLogOnce is one pass of CheckLog; stale says whether the fold
+// differed from stored.
+func checkLogOnce(ctx context.Context, c Checkpointer, stored session.Summary) (_ []Problem, _ int64, stale bool, _ error) {
 	var out []Problem
 	fold := session.Summary{ID: stored.ID}
 	var n int64
@@ -133,11 +218,14 @@ func checkLog(ctx context.Context, c Checkpointer, stored session.Summary, heads
 		switch {
 		case errors.As(err, &ce):
 			return append(out, Problem{Session: stored.ID, Seq: ce.Seq, Kind: ProblemCorrupt, Detail: ce.Error(),
-				Fix: fmt.Sprintf("run --doctor --repair (stores that can move a damaged tail aside keep events 1 to %d), or --export %s --salvage and import the result", ce.Seq-1, stored.ID)}), n, nil
+				Fix: fmt.Sprintf("run --doctor --repair (stores that can move a damaged tail aside keep events 1 to %d), or --export %s --salvage and import the result", ce.Seq-1, stored.ID)}), n, false, nil
 		case errors.Is(err, ErrNotFound):
-			return out, n, nil // deleted since the listing
+			return out, n, false, nil // deleted since the listing
 		case err != nil:
-			return nil, n, fmt.Errorf("doctor: read %s: %w", stored.ID, err)
+			return nil, n, false, fmt.Errorf("doctor: read %s: %w", stored.ID, err)
+		}
+		if e.Seq > stored.Head {
+			break // appended since the summary was read
 		}
 		n++
 		if len(e.Data) > 0 && !json.Valid(e.Data) {
@@ -151,13 +239,7 @@ func checkLog(ctx context.Context, c Checkpointer, stored session.Summary, heads
 		out = append(out, Problem{Session: stored.ID, Kind: ProblemSummaryStale,
 			Detail: fmt.Sprintf("the stored summary (head %d, %d messages, %q) differs from a fold of the log (head %d, %d messages, %q)", stored.Head, stored.Messages, stored.Title, fold.Head, fold.Messages, fold.Title),
 			Fix:    "run --doctor --repair to rebuild it from the log"})
+		return out, n, true, nil
 	}
-	if p := fold.Parent; p != nil {
-		if h, ok := heads[p.Session]; !ok || h < p.Seq {
-			out = append(out, Problem{Session: stored.ID, Kind: ProblemParentMissing,
-				Detail: fmt.Sprintf("it was forked from %s at seq %d, which this store no longer holds", p.Session, p.Seq),
-				Fix:    "nothing to do: a fork holds its own copy of the parent's events"})
-		}
-	}
-	return out, n, nil
+	return out, n, false, nil
 }

@@ -17,7 +17,7 @@ import (
 // open call is then treated as a hazard, as before. The documented fallback
 // for stores on a local disk is package lockfile: a lock file per session in
 // a directory beside the store (the file and SQLite stores use it);
-// PostgreSQL would hold an advisory lock on a dedicated connection.
+// PostgreSQL holds an advisory lock on a dedicated connection.
 type Leaser interface {
 	// Lease takes session id's lease for this process. It does not wait:
 	// if a live process holds it, the error is a *LeaseHeldError naming

@@ -181,6 +181,17 @@ func Words(text string) []string {
 	return out
 }
 
+// HasWords reports whether Words(text) holds any word, without building
+// the list: what the doctor needs to know of every event.
+func HasWords(text string) bool {
+	found := false
+	eachWord(text, func(w string, _ int) bool {
+		found = len(w) <= MaxWordBytes
+		return !found
+	})
+	return found
+}
+
 // eachWord calls fn with each lower-cased word of s and its byte offset
 // until fn returns false.
 func eachWord(s string, fn func(w string, at int) bool) {

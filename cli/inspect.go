@@ -26,6 +26,8 @@ type sessionJSON struct {
 	Updated  time.Time        `json:"updated"`
 	Hazards  int              `json:"hazards"`
 	Parent   *session.ForkRef `json:"parent,omitempty"`
+	// Imported says where an imported session's log came from.
+	Imported *session.Import `json:"imported,omitempty"`
 }
 
 // writeSessions prints sessions as a JSON array, one object per line. It
@@ -83,6 +85,11 @@ func appendSession(b []byte, s session.Summary) []byte {
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendInt(b, s.Parent.Seq, 10)
 		b = append(b, '}')
+	}
+	if s.Imported != nil { // rare: reflection is cheap enough here
+		m, _ := json.Marshal(s.Imported)
+		b = append(b, `,"imported":`...)
+		b = append(b, m...)
 	}
 	return append(b, '}')
 }
@@ -147,7 +154,10 @@ type infoJSON struct {
 	Created   time.Time        `json:"created"`
 	Updated   time.Time        `json:"updated"`
 	Parent    *session.ForkRef `json:"parent,omitempty"`
-	Usage     session.Usage    `json:"usage"`
+	// Imported says where the log came from when it was imported (an
+	// export of another store or machine), nil for one written here.
+	Imported *session.Import `json:"imported,omitempty"`
+	Usage    session.Usage   `json:"usage"`
 	// Spend is the context share and estimated cost, with Spend.Line
 	// the summary the status line shows.
 	Spend       liteagent.Spend  `json:"spend"`
@@ -225,7 +235,7 @@ func sessionInfo(ctx context.Context, c *config, std IO) error {
 		return writeJSON(std.Stdout, infoJSON{
 			ID: info.ID, Revision: info.Head, Messages: info.Messages, Workspace: info.Namespace, Workdir: info.Workdir,
 			Model: info.Model, Status: info.Status, Title: info.Title, Created: info.Created, Updated: info.Updated,
-			Parent: info.Parent, Usage: info.Usage, Spend: info.Spend, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
+			Parent: info.Parent, Imported: info.Imported, Usage: info.Usage, Spend: info.Spend, Checkpoints: toCheckpoints(info.Checkpoints), Hazards: toHazards(info.Hazards),
 			Running: info.Running, Live: liveCalls(info.Live), TaskList: tasks.Name, Tasks: tasks.Tasks, InstructionFiles: nonNil(info.InstructionFiles),
 		})
 	})

@@ -17,6 +17,7 @@ func TestWriteSessionsMatchesEncodingJSON(t *testing.T) {
 		{
 			{ID: "b", Head: 9, Messages: 4, Status: session.StatusRunning, Title: `quotes " and \ back <tag> & é 日本 "x"` + "\n\t\x01", Created: t0, Updated: t0.Add(time.Second), Open: []string{"c1", "c2"}},
 			{ID: "c-r9", Head: 10, Status: session.StatusNew, Created: t0, Updated: t0, Parent: &session.ForkRef{Session: "b", Seq: 9}},
+			{ID: "d", Head: 4, Status: session.StatusCompleted, Created: t0, Updated: t0, Imported: &session.Import{From: "/x/a \"b\".jsonl", Host: "h", At: t0, Head: 7, Salvaged: true}},
 		},
 	}
 	for _, list := range lists {
@@ -27,7 +28,7 @@ func TestWriteSessionsMatchesEncodingJSON(t *testing.T) {
 		want := make([]sessionJSON, 0, len(list))
 		for _, s := range list {
 			want = append(want, sessionJSON{ID: s.ID, Revision: s.Head, Messages: s.Messages, Status: s.Status, Title: s.Title,
-				Created: s.Created, Updated: s.Updated, Hazards: s.Hazards(), Parent: s.Parent})
+				Created: s.Created, Updated: s.Updated, Hazards: s.Hazards(), Parent: s.Parent, Imported: s.Imported})
 		}
 		var gotV, wantV any
 		if err := json.Unmarshal(got.Bytes(), &gotV); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
@@ -83,7 +84,11 @@ func deleteSession(ctx context.Context, c *config, std IO) error {
 
 func importSession(ctx context.Context, c *config, std IO) error {
 	var r io.Reader = std.Stdin
+	opts := &jsonl.ImportOptions{}
 	if c.importFile != "-" {
+		if abs, err := filepath.Abs(c.importFile); err == nil {
+			opts.From = abs
+		}
 		f, err := os.Open(c.importFile)
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
@@ -96,7 +101,7 @@ func importSession(ctx context.Context, c *config, std IO) error {
 		return err
 	}
 	defer store.Close()
-	all, err := jsonl.ImportArchive(ctx, store, r)
+	all, err := jsonl.ImportArchive(ctx, store, r, opts)
 	if len(all) > 1 || err != nil && len(all) > 0 {
 		ids := make([]string, len(all))
 		for i, im := range all {

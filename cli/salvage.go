@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
@@ -16,8 +17,24 @@ func salvageSession(ctx context.Context, c *config, e *env, id string, std IO) e
 		return err
 	}
 	if sv.Damage != nil {
-		fmt.Fprintf(std.Stderr, "lite-agent: salvaged events 1 to %d of session %s (its head is %d; the rest is damaged: %s). The stream is marked as salvaged; import it into another database with: lite-agent --session-db NEW.db --import FILE\n",
-			sv.Events, id, sv.Head, oneLine(sv.Damage.Reason))
+		var lost []string
+		for _, g := range sv.Lost {
+			r := fmt.Sprintf("seq %d", g.From)
+			if g.To > g.From {
+				r = fmt.Sprintf("seqs %d to %d", g.From, g.To)
+			}
+			switch {
+			case g.To <= sv.Events:
+				r += " (written as event_lost in their place)"
+			case g.From <= sv.Events:
+				r += fmt.Sprintf(" (up to %d written as event_lost; the rest left out)", sv.Events)
+			default:
+				r += " (left out: nothing readable follows)"
+			}
+			lost = append(lost, r+": "+oneLine(g.Reason))
+		}
+		fmt.Fprintf(std.Stderr, "lite-agent: salvaged events 1 to %d of session %s: %d of its %d events verify; damaged: %s. The stream is marked as salvaged; import it into another database with: lite-agent --session-db NEW.db --import FILE\n",
+			sv.Events, id, sv.Kept, sv.Head, strings.Join(lost, "; "))
 	}
 	return nil
 }

@@ -48,6 +48,10 @@ func goldenEvents() map[string]Event {
 		"tool_started_sandbox": ev(15, TypeToolStarted, ToolStarted{CallID: "call_5", Tool: "bash", Input: json.RawMessage(`{"command":"go test ./..."}`), Approval: "rule", Sandbox: "workspace-write"}),
 		"session_titled":       ev(14, TypeSessionTitled, SessionTitled{Title: "Refactor auth to contexts", By: TitleByModel}),
 		"model_changed":        ev(16, TypeModelChanged, ModelChanged{Model: "claude-opus-4-1", From: "claude-sonnet-4-6", Provider: "anthropic"}),
+		"event_lost":           ev(10, TypeEventLost, EventLost{Reason: "the stored checksum of seq 10 (user_prompt) does not match its contents"}),
+		"session_started_imported": ev(1, TypeSessionStarted, SessionStarted{ID: "s1", Namespace: "/work/app", Workdir: "/work/app",
+			Imported: &Import{From: "/home/u/s1.jsonl", Host: "laptop", At: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Head: 21, Salvaged: true,
+				Previous: &Import{From: "stdin", Host: "desk", At: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Head: 21}}}),
 	}
 }
 

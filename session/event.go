@@ -88,7 +88,7 @@ func (e Event) Known() bool {
 		TypeRecoveryAcknowledged, TypeRestored, TypeProjectContext, TypeCompaction,
 		TypeTaskListCreated, TypeTasksUpdated, TypeJobStarted, TypeJobFinished,
 		TypeWorkdirChanged, TypeRestoreStarted, TypePermissionDecided, TypeSessionTitled,
-		TypeModelChanged:
+		TypeModelChanged, TypeEventLost:
 		return true
 	}
 	return false
@@ -105,6 +105,8 @@ type SessionStarted struct {
 	Model     string `json:"model,omitempty"`
 	// Parent is set when the session was forked from another one.
 	Parent *ForkRef `json:"parent,omitempty"`
+	// Imported is set when the log was imported from an export stream.
+	Imported *Import `json:"imported,omitempty"`
 }
 
 // ForkRef names the point of another session a fork was taken from.

@@ -36,6 +36,9 @@ type Summary struct {
 	Status    Status    `json:"status"`
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
+	// Imported says where the log came from when it was imported (see
+	// Import), nil for a session written in this store.
+	Imported *Import `json:"imported,omitempty"`
 	// Open lists the recovery hazards (see Hazard): a tool started and
 	// neither finished nor acknowledged, by its call id, and a background
 	// job started and neither finished nor acknowledged, as "job:ID:TOKEN"
@@ -151,6 +154,7 @@ func (s *Summary) apply(e Event, f *facts) {
 				s.ID = p.ID
 			}
 			s.Kind, s.Namespace, s.Workdir, s.Model, s.Parent = p.Kind, p.Namespace, p.Workdir, p.Model, p.Parent
+			s.Imported = summaryImport(p.Imported)
 		}
 		if s.Status == "" {
 			s.Status = StatusNew

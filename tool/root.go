@@ -185,7 +185,7 @@ func (l Loc) WriteFile(data []byte, perm fs.FileMode) error {
 			return err
 		}
 	}
-	tmp := filepath.Join(dir, "."+base+".lite-agent-"+strings.ToLower(rand.Text()[:10])+".tmp")
+	tmp := filepath.Join(dir, tempName(base, strings.ToLower(rand.Text()[:tempRandom])))
 	f, err := l.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrPermission) {
 		return l.writeInPlace(data, perm)

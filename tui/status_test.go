@@ -17,7 +17,7 @@ func TestStatusShowsContextAndCost(t *testing.T) {
 	for _, w := range []int{80, 40} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			a, _ := newTestAgent(t, nil, nil)
-			m := newModel(context.Background(), a, Options{SessionDB: "sessions.db", Model: "claude-sonnet-4-5", Env: []string{"NO_COLOR=1"}}, nil, nil)
+			m := newModel(context.Background(), a, Options{SessionDB: "sessions.db", Model: "claude-sonnet-4-5", Env: []string{"NO_COLOR=1"}}, nil)
 			m.now, m.loc, m.ws = func() time.Time { return clock }, time.UTC, "~/proj"
 			m.Update(teaSize(w, 24))
 			l := &logBuilder{session: sid}

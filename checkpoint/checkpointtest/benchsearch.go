@@ -1,6 +1,7 @@
 package checkpointtest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,12 +11,14 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// BenchSearch measures search and the doctor on a store of sessions ×
-// events (the figures: 10,000 × 100): a query for a word in one
-// event of the whole store, one for a word in every session (limit 50), and
-// Doctor against reading every log once. Filling the store is not timed.
-func BenchSearch(b *testing.B, be Backend, sessions, events int) {
-	c := benchOpen(b, be)
+// FillSearch appends sessions logs of events events each to c in namespace
+// ns, eight at a time: prompts and replies that all hold the words
+// "refactor" and "parser", and one event of the whole store (in the middle
+// session, half-way through its log) that also holds "needleword". It is
+// the store BenchSearch measures, for other benchmarks too (a whole
+// process searching it).
+func FillSearch(tb testing.TB, c checkpoint.Checkpointer, ns string, sessions, events int) {
+	tb.Helper()
 	base := session.Now().Add(-time.Hour)
 	var wg sync.WaitGroup
 	work := make(chan int)
@@ -26,7 +29,7 @@ func BenchSearch(b *testing.B, be Backend, sessions, events int) {
 			defer wg.Done()
 			for i := range work {
 				id := fmt.Sprintf("bench-%05d", i)
-				batch := []session.Event{at(started(id, "bench"), base, time.Duration(i)*time.Millisecond)}
+				batch := []session.Event{at(started(id, ns), base, time.Duration(i)*time.Millisecond)}
 				for j := 1; j < events; j++ {
 					text := fmt.Sprintf("step %d of session %d: refactor the parser, run the tests, common words here", j, i)
 					if i == sessions/2 && j == events/2 {
@@ -38,7 +41,7 @@ func BenchSearch(b *testing.B, be Backend, sessions, events int) {
 					}
 					batch = append(batch, at(e, base, time.Duration(i)*time.Millisecond+time.Duration(j)*time.Microsecond))
 				}
-				if _, err := c.Append(b.Context(), id, 0, batch); err != nil {
+				if _, err := c.Append(context.Background(), id, 0, batch); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -54,9 +57,18 @@ func BenchSearch(b *testing.B, be Backend, sessions, events int) {
 	wg.Wait()
 	select {
 	case err := <-errs:
-		b.Fatal(err)
+		tb.Fatal(err)
 	default:
 	}
+}
+
+// BenchSearch measures search and the doctor on a store of sessions ×
+// events (the figures: 10,000 × 100): a query for a word in one
+// event of the whole store, one for a word in every session (limit 50), and
+// Doctor against reading every log once. Filling the store is not timed.
+func BenchSearch(b *testing.B, be Backend, sessions, events int) {
+	c := benchOpen(b, be)
+	FillSearch(b, c, "bench", sessions, events)
 	search := func(q string, want int) func(b *testing.B) {
 		return func(b *testing.B) {
 			for b.Loop() {

@@ -112,6 +112,7 @@ var subtests = []subtest{
 	{name: "ReadsPastTheHeadDuringWrites", run: testReadsPastTheHeadDuringWrites},
 	{name: "CloseDuringWrites", run: testCloseDuringWrites},
 	{name: "MultiProcess", persistent: true, run: testMultiProcess},
+	{name: "DoctorDuringWrites", persistent: true, run: testDoctorDuringWrites},
 	{name: "Damage", run: testDamage},
 	{name: "OldFoldVersion", run: testOldFoldVersion},
 	{name: "Search", run: testSearch},

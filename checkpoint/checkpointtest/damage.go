@@ -1,11 +1,14 @@
 package checkpointtest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/jsonl"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -93,6 +96,10 @@ func testDamage(t *testing.T, b Backend) {
 			}
 			defer c.Close()
 			wantCorrupt(t, c, id, log[:dc.seq-1], dc.seq)
+			if dc.d != CutLog && dc.seq < damageLen {
+				wantReadPast(t, c, id, dc.seq+1, log[dc.seq:])
+			}
+			wantSalvage(t, b, c, id, log, dc.d, dc.seq)
 			// An Append at the head is refused or, where a backend accepts
 			// it, it leaves the damage where it was: nothing is hidden.
 			_, aerr := c.Append(t.Context(), id, damageLen, []session.Event{prompt("after the damage")})
@@ -102,6 +109,79 @@ func testDamage(t *testing.T, b Backend) {
 			wantCorrupt(t, c, id, log[:dc.seq-1], dc.seq)
 			checkLog(t, c, other, intact)
 		})
+	}
+}
+
+// wantSalvage salvages damaged session id (log as written, damage d at seq)
+// into a fresh store of the same backend and checks that every event that
+// still verifies came over at its seq, the damaged one as an event_lost in
+// its place when verified events follow it, a damaged tail left out.
+func wantSalvage(tb testing.TB, b Backend, c checkpoint.Checkpointer, id string, log []session.Event, d Damage, seq int64) {
+	tb.Helper()
+	var buf bytes.Buffer
+	sv, err := jsonl.Salvage(tb.Context(), c, id, &buf)
+	if err != nil {
+		tb.Fatalf("salvage after %s at seq %d: %v", d, seq, err)
+	}
+	last := int64(len(log)) // the last seq that verifies
+	if d == CutLog || seq == last {
+		last = seq - 1
+	}
+	if sv.Events != last || sv.Damage == nil || sv.Head != int64(len(log)) || len(sv.Lost) != 1 || sv.Lost[0].From != seq || sv.Lost[0].Reason == "" {
+		tb.Fatalf("salvage after %s at seq %d: %+v; want seqs 1 to %d written, seq %d on reported lost", d, seq, sv, last, seq)
+	}
+	dst, err := b.Open(b.NewLocation(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := jsonl.Import(tb.Context(), dst, &buf); err != nil {
+		tb.Fatalf("import of the salvaged stream: %v", err)
+	}
+	got, err := checkpoint.ReadAll(tb.Context(), dst, id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	want := slices.Clone(log[:last])
+	if seq <= last {
+		want[seq-1] = session.Event{Seq: seq, Type: session.TypeEventLost}
+	}
+	if int64(len(got)) != last {
+		tb.Fatalf("the salvaged session holds %d events, want %d", len(got), last)
+	}
+	for i, e := range got {
+		switch {
+		case i == 0: // marked as imported
+			if e.Type != session.TypeSessionStarted {
+				tb.Fatalf("salvaged seq 1 is %s", e.Type)
+			}
+		case want[i].Type == session.TypeEventLost:
+			var p session.EventLost
+			if e.Seq != seq || e.Type != session.TypeEventLost || e.Decode(&p) != nil || p.Reason == "" {
+				tb.Fatalf("salvaged seq %d is %s %s; want an event_lost with the reason", e.Seq, e.Type, e.Data)
+			}
+		default:
+			if err := sameEvent(want[i], e); err != nil {
+				tb.Fatalf("salvaged event: %v", err)
+			}
+		}
+	}
+}
+
+// wantReadPast fails unless a Read of id from seq from, after the damage,
+// yields exactly want (the events past the damage, which verify): a
+// salvage can keep them.
+func wantReadPast(tb testing.TB, c checkpoint.Checkpointer, id string, from int64, want []session.Event) {
+	tb.Helper()
+	var got []session.Event
+	for e, err := range c.Read(tb.Context(), id, from) {
+		if err != nil {
+			tb.Fatalf("read of damaged %s from seq %d, past the damage: %v after %d events; want the %d events there", id, from, err, len(got), len(want))
+		}
+		got = append(got, e)
+	}
+	if err := sameLog(want, got); err != nil {
+		tb.Fatalf("read of damaged %s from seq %d, past the damage: %v", id, from, err)
 	}
 }
 

@@ -269,8 +269,11 @@ func TestRecordRoundTrip(t *testing.T) {
 			Created: session.Now(), Updated: session.Now(), Open: []string{"c1", "c2"}},
 		tok: token{size: 1234, lastOff: 1000, lastCRC: 0xdeadbeef},
 	}
+	imported := st
+	imported.sum.Imported = &session.Import{From: "/x.jsonl", Host: "h", At: session.Now(), Head: 12, Salvaged: true}
 	for _, rec := range []indexRecord{
 		{kind: recSummary, id: "s1", st: st},
+		{kind: recSummary, id: "s1", st: imported},
 		{kind: recIntent, id: "s1"},
 		{kind: recDelete, id: "s1"},
 		{kind: recHeader, id: "boot"},

@@ -152,15 +152,22 @@ func (s *Store) readFrame(fr *frameReader, id string, head *int64, fromSeq int64
 			return events, false, fmt.Errorf("read %s: %w", id, err)
 		}
 		if next >= 0 {
-			return events, false, fmt.Errorf("read %s: %w", id, corruptError(id, fr.path, bad.off, *head, bad.reason, next))
+			if first, ok := fr.firstSeqAt(next); ok && first > *head+1 && first <= fromSeq {
+				// The damage holds only seqs before the ones asked for:
+				// read on from the next good frame (salvage does this).
+				fr.off, *head = next, first-1
+				return events, true, nil
+			}
+			return events, false, fmt.Errorf("read %s: %w", id, askedFor(corruptError(id, fr.path, bad.off, *head, bad.reason, next), fromSeq))
 		}
 		return events, false, nil // a torn tail: never acknowledged, never read
 	}
 	if !ok {
 		return events, false, nil
 	}
-	if h.firstSeq != *head+1 {
-		return events, false, fmt.Errorf("read %s: %w", id, corruptError(id, fr.path, off, *head, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, *head+1), -1))
+	if h.firstSeq != *head+1 && (h.firstSeq < *head+1 || h.firstSeq > fromSeq) {
+		// A gap is damage unless it lies wholly before the seqs asked for.
+		return events, false, fmt.Errorf("read %s: %w", id, askedFor(corruptError(id, fr.path, off, *head, fmt.Sprintf("it holds seq %d where seq %d belongs", h.firstSeq, *head+1), -1), fromSeq))
 	}
 	*head = h.lastSeq()
 	if *head < fromSeq {
@@ -174,4 +181,27 @@ func (s *Store) readFrame(fr *frameReader, id string, head *int64, fromSeq int64
 		return events, false, fmt.Errorf("read %s: %w", id, corruptError(id, fr.path, off, h.firstSeq-1, err.Error(), -1))
 	}
 	return events, true, nil
+}
+
+// askedFor makes a *checkpoint.CorruptError name the first seq a Read from
+// fromSeq could not read: seqs before fromSeq were not asked for.
+func askedFor(err error, fromSeq int64) error {
+	if ce, ok := checkpoint.IsCorrupt(err); ok && ce.Seq < fromSeq {
+		ce.Seq = fromSeq
+	}
+	return err
+}
+
+// firstSeqAt returns the first seq of the frame at off, which
+// validFrameAfter found whole and verified.
+func (fr *frameReader) firstSeqAt(off int64) (int64, bool) {
+	got, err := fr.fill(off, frameHeaderLen)
+	if err != nil || !got {
+		return 0, false
+	}
+	h, err := parseFrameHeader(fr.buf[off-fr.bufO:][:frameHeaderLen])
+	if err != nil {
+		return 0, false
+	}
+	return h.firstSeq, true
 }

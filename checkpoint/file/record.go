@@ -88,7 +88,19 @@ func appendRecord(b []byte, rec indexRecord) []byte {
 	for _, o := range s.Open {
 		w.str(o)
 	}
-	w.uvarint(uint64(s.Fold)) // absent in records written before fold versions: fold version 1
+	w.uvarint(uint64(s.Fold))      // absent in records written before fold versions: fold version 1
+	if m := s.Imported; m != nil { // only imported sessions: other records end above
+		w.uvarint(1)
+		w.str(m.From)
+		w.str(m.Host)
+		w.time(m.At)
+		w.varint(m.Head)
+		if m.Salvaged {
+			w.uvarint(1)
+		} else {
+			w.uvarint(0)
+		}
+	}
 	return w.b
 }
 
@@ -191,6 +203,9 @@ func decodeRecord(p []byte) (indexRecord, error) {
 		}
 		if len(r.p) > 0 {
 			s.Fold = int(r.uvarint())
+			if len(r.p) > 0 && r.uvarint() == 1 {
+				s.Imported = &session.Import{From: r.str(), Host: r.str(), At: r.time(), Head: r.varint(), Salvaged: r.uvarint() == 1}
+			}
 		} else {
 			s.Fold = 1 // written by fold version 1, before records carried it
 		}

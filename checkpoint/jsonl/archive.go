@@ -18,7 +18,8 @@ import (
 
 // ImportArchive imports every stream of r, in order. It stops at the first
 // stream that does not import; the ones before it stay imported.
-func ImportArchive(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) ([]Imported, error) {
+// Each session is marked as imported, as by ImportStream with opts.
+func ImportArchive(ctx context.Context, c checkpoint.Checkpointer, r io.Reader, opts *ImportOptions) ([]Imported, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Imported
 	var piece bytes.Buffer
@@ -26,7 +27,7 @@ func ImportArchive(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) 
 		if piece.Len() == 0 {
 			return nil
 		}
-		im, err := ImportStream(ctx, c, bytes.NewReader(piece.Bytes()))
+		im, err := ImportStream(ctx, c, bytes.NewReader(piece.Bytes()), opts)
 		piece.Reset()
 		if err != nil {
 			return fmt.Errorf("stream %d of the archive: %w", len(out)+1, err)

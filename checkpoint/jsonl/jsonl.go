@@ -32,7 +32,11 @@
 // head in the store it was exported from. They differ only in a salvaged
 // stream (see Salvage), whose header also says so and why:
 //
-//	{"v":1,"export":{"session":"01m8q…","head":21,"events":9,"salvaged":true,"damage":"session 01m8q… is damaged at seq 10: …"}}
+//	{"v":1,"export":{"session":"01m8q…","head":21,"events":21,"salvaged":true,"damage":"session 01m8q… is damaged at seq 10: …","lost":[{"from":10,"to":10,"reason":"…"}]}}
+//
+// In a salvaged stream a seq that did not verify is an event_lost event
+// (session.EventLost) when events follow it; events is then the last
+// salvaged seq, and lost lists every run of seqs that did not verify.
 //
 // Import refuses a stream whose event lines are fewer or more than its
 // header says. Streams written before the header existed have none and
@@ -48,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 
@@ -169,9 +174,22 @@ func appendString(b []byte, s string) []byte {
 // appended. If c already has a session with that id, the error wraps
 // ErrExists and nothing is appended; delete the old session first or
 // import into another store.
+//
+// The session is marked as imported: its session_started event gains an
+// "imported" field (session.Import: where from, on which host, when, the
+// head it had), so that it is told apart from a session written here. The
+// other events are appended byte for byte.
 func Import(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) (id string, err error) {
-	im, err := ImportStream(ctx, c, r)
+	im, err := ImportStream(ctx, c, r, nil)
 	return im.Session, err
+}
+
+// ImportOptions configure ImportStream and ImportArchive. A nil
+// *ImportOptions means the defaults.
+type ImportOptions struct {
+	// From names where the stream is read from (a file's path), for the
+	// import mark; "" records "stdin".
+	From string
 }
 
 // Imported describes a stream Import appended.
@@ -187,7 +205,7 @@ type Imported struct {
 }
 
 // ImportStream is Import, saying what it imported.
-func ImportStream(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) (Imported, error) {
+func ImportStream(ctx context.Context, c checkpoint.Checkpointer, r io.Reader, opts *ImportOptions) (Imported, error) {
 	events, id, h, err := decode(r)
 	if err != nil {
 		return Imported{}, fmt.Errorf("import: %w", err)
@@ -195,6 +213,9 @@ func ImportStream(ctx context.Context, c checkpoint.Checkpointer, r io.Reader) (
 	im := Imported{Session: id, Events: int64(len(events))}
 	if h != nil {
 		im.Salvaged, im.Damage = h.Salvaged, h.Damage
+	}
+	if events[0], err = markImported(events[0], h, int64(len(events)), opts); err != nil {
+		return Imported{}, fmt.Errorf("import %s: %w: line 1: %v", id, ErrFormat, err)
 	}
 	if _, err := c.Append(ctx, id, 0, events); err != nil {
 		var ce *checkpoint.ConflictError
@@ -314,4 +335,38 @@ func sessionID(e session.Event) (string, error) {
 		return "", errors.New(`the session_started event has no "id"; it names the session to create`)
 	}
 	return p.ID, nil
+}
+
+// markImported returns the session_started event e with its import mark
+// (see Import); a mark e already carries becomes the new one's Previous.
+// The payload's other fields keep their values; their order may change.
+func markImported(e session.Event, h *header, events int64, opts *ImportOptions) (session.Event, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &fields); err != nil {
+		return e, err
+	}
+	host, _ := os.Hostname()
+	m := session.Import{From: "stdin", Host: host, At: time.Now().UTC().Truncate(time.Microsecond), Head: events} // stores keep microseconds
+	if opts != nil && opts.From != "" {
+		m.From = opts.From
+	}
+	if h != nil {
+		m.Head, m.Salvaged = max(h.Head, events), h.Salvaged
+	}
+	if old, ok := fields["imported"]; ok && string(old) != "null" {
+		var prev session.Import
+		if err := json.Unmarshal(old, &prev); err != nil {
+			return e, fmt.Errorf("the session_started event's import mark does not decode (%v)", err)
+		}
+		m.Previous = &prev
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return e, err
+	}
+	fields["imported"] = b
+	if e.Data, err = json.Marshal(fields); err != nil {
+		return e, err
+	}
+	return e, nil
 }

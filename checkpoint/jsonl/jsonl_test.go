@@ -2,8 +2,10 @@ package jsonl_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,40 @@ func sampleLog(id string) []session.Event {
 var eventCmp = cmp.Comparer(func(a, b session.Event) bool {
 	return a.Seq == b.Seq && a.Type == b.Type && a.Time.Equal(b.Time) && string(a.Data) == string(b.Data)
 })
+
+// sameImported checks that got is want imported: the same events byte for
+// byte but the session_started, whose payload has the same fields plus an
+// import mark from from; it returns the mark.
+func sameImported(tb testing.TB, want, got []session.Event, from string) session.Import {
+	tb.Helper()
+	if len(got) == 0 || len(want) == 0 {
+		tb.Fatalf("imported %d events of %d", len(got), len(want))
+	}
+	if diff := cmp.Diff(want[1:], got[1:], eventCmp); diff != "" {
+		tb.Fatalf("log after import (-want +got):\n%s", diff)
+	}
+	var w, g map[string]any
+	if err := json.Unmarshal(want[0].Data, &w); err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(got[0].Data, &g); err != nil {
+		tb.Fatal(err)
+	}
+	var st session.SessionStarted
+	if err := got[0].Decode(&st); err != nil || st.Imported == nil {
+		tb.Fatalf("the imported session_started %s carries no import mark (%v)", got[0].Data, err)
+	}
+	delete(g, "imported")
+	delete(w, "imported")
+	if diff := cmp.Diff(w, g); diff != "" || got[0].Seq != 1 || !got[0].Time.Equal(want[0].Time) {
+		tb.Fatalf("the imported session_started differs beyond its mark (-want +got):\n%s", diff)
+	}
+	host, _ := os.Hostname()
+	if m := st.Imported; m.From != from || m.Host != host || m.At.IsZero() {
+		tb.Fatalf("import mark %+v; want from %s on %s at a time", m, from, host)
+	}
+	return *st.Imported
+}
 
 // store returns a memory store holding log under id.
 func store(tb testing.TB, id string, log []session.Event) checkpoint.Checkpointer {
@@ -86,17 +122,30 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got, eventCmp); diff != "" {
-		t.Fatalf("log after export and import (-want +got):\n%s", diff)
+	if m := sameImported(t, want, got, "stdin"); m.Head != int64(len(want)) || m.Salvaged || m.Previous != nil {
+		t.Fatalf("import mark %+v; want head %d, not salvaged", m, len(want))
 	}
 	for _, e := range got {
 		if e.Time.Location() != time.UTC {
 			t.Fatalf("event %d came back in %v, want UTC", e.Seq, e.Time.Location())
 		}
 	}
-	// Exporting the copy gives the same bytes.
-	if again := export(t, dst, "s1"); !bytes.Equal(again, out) {
-		t.Fatalf("second export differs:\n%s\nwant:\n%s", again, out)
+	// Exporting the copy gives the same bytes, but for the mark.
+	again := export(t, dst, "s1")
+	if a, o := bytes.SplitN(again, []byte("\n"), 3), bytes.SplitN(out, []byte("\n"), 3); !bytes.Equal(a[0], o[0]) || !bytes.Equal(a[2], o[2]) {
+		t.Fatalf("second export differs beyond the session_started line:\n%s\nwant:\n%s", again, out)
+	}
+	// Imported again, the log keeps both marks, newest first.
+	dst2 := store(t, "", nil)
+	if _, err := jsonl.ImportStream(t.Context(), dst2, bytes.NewReader(again), &jsonl.ImportOptions{From: "/tmp/x.jsonl"}); err != nil {
+		t.Fatal(err)
+	}
+	got2, _ := checkpoint.ReadAll(t.Context(), dst2, "s1")
+	if m := sameImported(t, got, got2, "/tmp/x.jsonl"); m.Previous == nil || m.Previous.From != "stdin" {
+		t.Fatalf("a second import's mark %+v does not keep the first one", m)
+	}
+	if sum, _ := dst2.Head(t.Context(), "s1"); sum.Imported == nil || sum.Imported.From != "/tmp/x.jsonl" || sum.Imported.Previous != nil {
+		t.Fatalf("the summary's import mark is %+v; want the newest only", sum.Imported)
 	}
 }
 
@@ -199,9 +248,7 @@ func TestImportCRLF(t *testing.T) {
 		t.Fatalf("import with CRLF line ends: %v", err)
 	}
 	got, _ := checkpoint.ReadAll(t.Context(), dst, "s1")
-	if diff := cmp.Diff(log, got, eventCmp); diff != "" {
-		t.Fatalf("log (-want +got):\n%s", diff)
-	}
+	sameImported(t, log, got, "stdin")
 }
 
 func TestExportUnknownSession(t *testing.T) {

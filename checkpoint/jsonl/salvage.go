@@ -1,14 +1,18 @@
 package jsonl
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // header is the first line of a stream (see the package documentation).
@@ -18,6 +22,8 @@ type header struct {
 	Events   int64  `json:"events"`
 	Salvaged bool   `json:"salvaged,omitempty"`
 	Damage   string `json:"damage,omitempty"`
+	// Lost are the seqs a salvage could not read (see Salvage).
+	Lost []Gap `json:"lost,omitempty"`
 }
 
 // headerLine is the header line's envelope.
@@ -62,57 +68,173 @@ func parseHeader(line []byte) (*header, error) {
 	return h, nil
 }
 
+// Gap is a run of seqs a salvage could not read as written.
+type Gap struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// Reason is the store's account of the first damage in the run.
+	Reason string `json:"reason"`
+}
+
 // Salvaged describes what Salvage wrote.
 type Salvaged struct {
-	// Events is the number of events written: seqs 1 to Events, each
-	// verified by the store.
+	// Events is the number of event lines written: seqs 1 to Events,
+	// each either an event the store verified or, for a seq in Lost, an
+	// event_lost in its place.
 	Events int64
+	// Kept is the number of verified events among them.
+	Kept int64
 	// Head is the head the store recorded for the session.
 	Head int64
 	// Damage is the store's report of the first event that did not
 	// verify; nil when the whole log verified (and the stream is an
 	// ordinary export).
 	Damage *checkpoint.CorruptError
+	// Lost are the seqs that did not verify, in order: those up to Events
+	// are written as event_lost, those after it (a damaged tail with
+	// nothing readable after it) are left out.
+	Lost []Gap
 }
 
-// Salvage writes to w the part of the log of session id that verifies:
-// every event before the first one the store reports damaged (a
-// *checkpoint.CorruptError), with a header that marks the stream as
-// salvaged and says what was wrong, so that Import creates a session of
-// those events. The log is read twice (once to find how far it verifies,
-// once to write it) and nothing is held in memory. A log that verifies
-// whole is exported as Export would. Errors other than damage (an unknown
-// session, a failing store) are returned as they are, and so is damage at
-// seq 1: there is nothing to salvage.
+// Salvage writes to w every event of the log of session id that the store
+// verifies, with a header that marks the stream as salvaged and says what
+// was wrong, so that Import creates a session of those events. An event the
+// store cannot read as written (a *checkpoint.CorruptError) is replaced by
+// an event_lost event of the same seq (session.EventLost, with the store's
+// reason), so the events after it keep their seqs and the stream has no
+// gap; a damaged tail with nothing readable after it is left out. Reading
+// past damage needs a store whose Read from a later seq reads past it (every
+// backend of this module does; one that cannot loses the rest of the log,
+// as before). The log is read twice (once to find what verifies, once to
+// write it) and nothing is held in memory. A log that verifies whole is
+// exported as Export would. Errors other than damage (an unknown session, a
+// failing store) are returned as they are, and so is damage to seq 1 (the
+// session_started event): there is no session to import.
 func Salvage(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer) (Salvaged, error) {
 	sum, err := c.Head(ctx, id)
 	if err != nil {
 		return Salvaged{}, fmt.Errorf("salvage %s: %w", id, err)
 	}
-	var out Salvaged
-	out.Head = sum.Head
-	for _, err := range c.Read(ctx, id, 1) {
-		if err != nil {
-			ce, ok := checkpoint.IsCorrupt(err)
-			if !ok {
-				return Salvaged{}, fmt.Errorf("salvage %s: %w", id, err)
-			}
-			out.Damage = ce
-			break
-		}
-		out.Events++
+	out := Salvaged{Head: sum.Head}
+	out.Lost, out.Damage, err = walk(ctx, c, id, sum.Head, func(e session.Event) error {
+		out.Events, out.Kept = e.Seq, out.Kept+1
+		return nil
+	})
+	if err != nil {
+		return Salvaged{}, fmt.Errorf("salvage %s: %w", id, err)
 	}
-	if out.Events == 0 {
-		return out, fmt.Errorf("salvage %s: nothing verifies: %w", id, out.Damage)
+	if out.Damage == nil {
+		return out, Export(ctx, c, id, w)
 	}
-	h := header{Session: id, Head: max(out.Head, out.Events), Events: out.Events}
-	if out.Damage != nil {
-		h.Salvaged, h.Damage = true, out.Damage.Error()
-	} else {
-		h.Head = out.Events
+	if len(out.Lost) > 0 && out.Lost[0].From == 1 {
+		return out, fmt.Errorf("salvage %s: its first event (session_started) is damaged, so there is no session to import: %w", id, out.Damage)
 	}
-	if err := write(ctx, c, id, w, h); err != nil {
+	h := header{Session: id, Head: max(out.Head, out.Events), Events: out.Events, Salvaged: true, Damage: out.Damage.Error()}
+	h.Lost = out.Lost
+	if err := writeSalvaged(ctx, c, id, w, h, out.Lost); err != nil {
 		return out, fmt.Errorf("salvage: %w", err)
 	}
 	return out, nil
+}
+
+// walk reads the log of id from seq 1 to head, calling visit for every
+// event the store verifies, in order; after a seq that does not verify it
+// reads on from the next one. It returns the runs of seqs that did not
+// verify and the first damage.
+func walk(ctx context.Context, c checkpoint.Checkpointer, id string, head int64, visit func(session.Event) error) ([]Gap, *checkpoint.CorruptError, error) {
+	var gaps []Gap
+	var first *checkpoint.CorruptError
+	for next := int64(1); next <= head; {
+		var ce *checkpoint.CorruptError
+		for e, err := range c.Read(ctx, id, next) {
+			if err != nil {
+				var ok bool
+				if ce, ok = checkpoint.IsCorrupt(err); !ok {
+					return nil, nil, err
+				}
+				break
+			}
+			if err := visit(e); err != nil {
+				return nil, nil, err
+			}
+			next = e.Seq + 1
+		}
+		if ce == nil {
+			break
+		}
+		if first == nil {
+			first = ce
+		}
+		bad := ce.Seq
+		if bad < next {
+			// The store cannot read past this damage: the rest is lost.
+			bad = head
+		}
+		if n := len(gaps); n > 0 && gaps[n-1].To+1 == next {
+			gaps[n-1].To = bad
+		} else {
+			gaps = append(gaps, Gap{From: next, To: bad, Reason: ce.Reason})
+		}
+		next = bad + 1
+	}
+	return gaps, first, nil
+}
+
+// errEnough stops a walk that has written what it should.
+var errEnough = errors.New("enough")
+
+// writeSalvaged writes h, then seqs 1 to h.Events: the events that verify
+// and, for the seqs in lost, event_lost events (at the time of the event
+// before them).
+func writeSalvaged(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer, h header, lost []Gap) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	line, err := appendHeader(nil, h)
+	if err != nil {
+		return fmt.Errorf("salvage %s: %w", id, err)
+	}
+	if _, err := bw.Write(line); err != nil {
+		return fmt.Errorf("salvage %s: write: %w", id, err)
+	}
+	var written int64 // the last seq written
+	var last time.Time
+	fill := func(to int64) error {
+		for ; written < to; written++ {
+			i := slices.IndexFunc(lost, func(g Gap) bool { return g.From <= written+1 && written+1 <= g.To })
+			if i < 0 {
+				return fmt.Errorf("salvage %s: seq %d, readable a moment ago, no longer is (the log changed?); salvage it again", id, written+1)
+			}
+			e, err := session.New(session.TypeEventLost, session.EventLost{Reason: lost[i].Reason})
+			if err != nil {
+				return err
+			}
+			e.Seq, e.Time = written+1, last
+			if _, err := bw.Write(appendLine(line[:0], e)); err != nil {
+				return fmt.Errorf("salvage %s: write: %w", id, err)
+			}
+		}
+		return nil
+	}
+	_, _, err = walk(ctx, c, id, h.Events, func(e session.Event) error {
+		if e.Seq > h.Events {
+			return errEnough // appended since the first pass
+		}
+		if err := fill(e.Seq - 1); err != nil {
+			return err
+		}
+		if _, err := bw.Write(appendLine(line[:0], e)); err != nil {
+			return fmt.Errorf("salvage %s: write: %w", id, err)
+		}
+		written, last = e.Seq, e.Time
+		return nil
+	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
+	if err == nil && written < h.Events {
+		err = fmt.Errorf("salvage %s: the log ended after seq %d of the %d salvaged a moment ago (truncated meanwhile?); salvage it again", id, written, h.Events)
+	}
+	if ferr := bw.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("salvage %s: write: %w", id, ferr)
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
@@ -119,6 +120,10 @@ func (s *Store) snapshot(ctx context.Context, id string, fromSeq int64) ([]sessi
 	}
 	n := int64(len(l.events))
 	start := min(max(fromSeq, 1)-1, n)
+	if start < n && l.events[start].Seq != fromSeq {
+		// Only a damaged log has gaps (see the Damage hook): find fromSeq.
+		start = int64(sort.Search(int(n), func(i int) bool { return l.events[i].Seq >= fromSeq }))
+	}
 	return l.events[start:n:n], l.sums[start:n:n], l.summary.Head, nil
 }
 

@@ -121,6 +121,13 @@
 // new generation and etag, in one transaction. Delete removes the row, then
 // the events, in one transaction.
 //
+// # Leases
+//
+// Store implements checkpoint.Leaser with a session-level advisory lock per
+// session, held on a connection of its own for the length of a turn (see
+// lease.go): no table, nothing left behind, and the server lets it go when
+// the holder's connection ends for any reason.
+//
 // # Read-only stores
 //
 // Options.ReadOnly is for inspection: the connections default to read-only

@@ -33,6 +33,9 @@ const roleHost = "host"
 
 // runChild plays a role in a child process.
 func runChild(role string) error {
+	if role == roleLease {
+		return runLeaseHolder()
+	}
 	if role != roleHost {
 		return fmt.Errorf("unknown role %q", role)
 	}

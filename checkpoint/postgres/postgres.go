@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/groupcommit"
@@ -70,7 +71,9 @@ type Store struct {
 	cacheMu sync.Mutex
 	cache   map[string]state // last state this Store wrote or read, by session
 
-	blobTable atomic.Bool // the blob table is known to exist (blob.go)
+	blobTable  atomic.Bool // the blob table is known to exist (blob.go)
+	leaseMu    sync.Mutex
+	leaseConns map[*pgx.Conn]struct{} // connections holding a session lease (lease.go)
 }
 
 // Open connects to the PostgreSQL database named by url (postgres:// or
@@ -198,6 +201,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.calls.Wait()
+	s.closeLeases()
 	s.pool.Close()
 	return nil
 }

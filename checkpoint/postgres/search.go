@@ -37,7 +37,9 @@ const (
 		PRIMARY KEY (session, seq)
 	);
 	CREATE INDEX IF NOT EXISTS search_index_words ON search_index USING gin (words);
+	CREATE INDEX IF NOT EXISTS search_index_time ON search_index (time DESC, seq DESC);
 	CREATE TABLE IF NOT EXISTS search_meta (version integer NOT NULL)`
+	indexTimeSQL    = `CREATE INDEX IF NOT EXISTS search_index_time ON search_index (time DESC, seq DESC)`
 	indexExistsSQL  = `SELECT to_regclass('search_meta') IS NOT NULL AND to_regclass('search_index') IS NOT NULL`
 	indexVersionSQL = `SELECT coalesce(max(version), 0) FROM search_meta`
 	indexLockSQL    = `SELECT pg_advisory_xact_lock(hashtext('lite-agent search index ' || current_schema()))`
@@ -49,9 +51,20 @@ const (
 		SELECT v.session, v.seq, v.time, v.namespace, array_to_tsvector(string_to_array(v.words, ' '))
 		FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[]) AS v(session, seq, time, namespace, words)
 		ON CONFLICT (session, seq) DO UPDATE SET time = excluded.time, namespace = excluded.namespace, words = excluded.words`
-	searchSQL = `SELECT i.session, i.seq, e.type, e.time, e.data FROM (
-		SELECT session, seq, time FROM search_index WHERE words @@ $1::tsquery AND ($2 = '' OR namespace = $2)
+	// searchRecentSQL looks for hits among the newest $4 index rows only,
+	// along the (time, seq) index: when they hold $3 hits, those are the
+	// newest of all, found without touching the rest (a word in most
+	// events).
+	searchRecentSQL = `SELECT i.session, i.seq, e.type, e.time, e.data FROM (
+		SELECT session, seq, time FROM (SELECT session, seq, time, words, namespace FROM search_index ORDER BY time DESC, seq DESC LIMIT $4) r
+		WHERE words @@ $1::tsquery AND ($2 = '' OR namespace = $2)
 		ORDER BY time DESC, seq DESC, session LIMIT $3) i
+		JOIN events e ON e.session = i.session AND e.seq = i.seq
+		ORDER BY i.time DESC, i.seq DESC, i.session`
+	// searchSQL finds every match through the GIN index (materialized, so
+	// the planner cannot walk the time index instead) and sorts them.
+	searchSQL = `WITH m AS MATERIALIZED (SELECT session, seq, time FROM search_index WHERE words @@ $1::tsquery AND ($2 = '' OR namespace = $2))
+		SELECT i.session, i.seq, e.type, e.time, e.data FROM (SELECT session, seq, time FROM m ORDER BY time DESC, seq DESC, session LIMIT $3) i
 		JOIN events e ON e.session = i.session AND e.seq = i.seq
 		ORDER BY i.time DESC, i.seq DESC, i.session`
 )
@@ -83,7 +96,10 @@ func ensureIndex(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("read the search index version: %w", err)
 	}
 	if v == checkpoint.SearchVersion {
-		return nil
+		// Words in most events are found newest first along this index
+		// instead of sorting every match; indexes built before it get it.
+		_, err := conn.Exec(ctx, indexTimeSQL)
+		return err
 	}
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, indexLockSQL); err != nil {
@@ -185,7 +201,9 @@ func (s *Store) Reindex(ctx context.Context) error {
 	return nil
 }
 
-// Search implements checkpoint.Searcher with one query on the GIN index. A
+// Search implements checkpoint.Searcher: first among the newest index rows
+// along the (time, seq) index, then, when they hold fewer hits than the
+// limit, through the GIN index. A
 // database whose index is missing or stale (opened read-only before any
 // writable Open built it) is searched by checkpoint.Scan instead.
 func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.SearchOptions) ([]checkpoint.Hit, error) {
@@ -207,23 +225,11 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 		if stale = v != checkpoint.SearchVersion; stale {
 			return nil
 		}
-		rows, err := s.pool.Query(ctx, searchSQL, tsQuery(q), opts.Namespace, limit)
-		if err != nil {
+		if hits, err = s.searchRows(ctx, q, searchRecentSQL, opts.Namespace, limit, recentRows); err != nil || len(hits) >= limit {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				id, typ string
-				e       session.Event
-			)
-			if err := rows.Scan(&id, &e.Seq, &typ, &e.Time, &e.Data); err != nil {
-				return err
-			}
-			e.Type, e.Time = session.Type(typ), e.Time.UTC()
-			hits = append(hits, checkpoint.Hit{Session: id, Seq: e.Seq, Type: e.Type, Snippet: q.Snippet(session.SearchText(e)), Time: e.Time})
-		}
-		return rows.Err()
+		hits, err = s.searchRows(ctx, q, searchSQL, opts.Namespace, limit)
+		return err
 	})
 	s.leave()
 	if err != nil {
@@ -233,4 +239,29 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 		return checkpoint.Scan(ctx, s, q, opts)
 	}
 	return hits, nil
+}
+
+// recentRows is how many of the newest index rows Search looks at first.
+const recentRows = 20_000
+
+// searchRows runs one search statement (args after the query).
+func (s *Store) searchRows(ctx context.Context, q checkpoint.Query, stmt string, args ...any) ([]checkpoint.Hit, error) {
+	var hits []checkpoint.Hit
+	rows, err := s.pool.Query(ctx, stmt, append([]any{tsQuery(q)}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, typ string
+			e       session.Event
+		)
+		if err := rows.Scan(&id, &e.Seq, &typ, &e.Time, &e.Data); err != nil {
+			return nil, err
+		}
+		e.Type, e.Time = session.Type(typ), e.Time.UTC()
+		hits = append(hits, checkpoint.Hit{Session: id, Seq: e.Seq, Type: e.Type, Snippet: q.Snippet(session.SearchText(e)), Time: e.Time})
+	}
+	return hits, rows.Err()
 }

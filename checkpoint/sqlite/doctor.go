@@ -77,7 +77,10 @@ func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Pro
 	if repair {
 		err = s.inTx(ctx, c, check)
 	} else {
-		err = s.retry(ctx, check)
+		// One read transaction: a snapshot of the whole database, so an
+		// append going on meanwhile is seen whole or not at all (its
+		// summary, events and index rows alike).
+		err = s.retry(ctx, func() error { return s.inReadTx(c, check) })
 	}
 	s.pool.put(c, err != nil)
 	if err != nil {
@@ -267,7 +270,7 @@ func (s *Store) indexDiffers(ctx context.Context, c *conn, l *doctorLog, kind st
 	var want []int64
 	if kind == "" {
 		for _, e := range l.good {
-			if indexWords(e) != "" {
+			if session.Searchable(e.Type) && checkpoint.HasWords(session.SearchText(e)) {
 				want = append(want, eventKey(l.n, e.Seq))
 			}
 		}
@@ -320,4 +323,15 @@ func (s *Store) quarantine(l *doctorLog) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// inReadTx runs f in a read transaction on c: in WAL mode its first read
+// fixes the snapshot every later read of f sees, while writers go on.
+func (s *Store) inReadTx(c *conn, f func() error) error {
+	if _, err := c.exec(context.Background(), "BEGIN"); err != nil {
+		return err
+	}
+	err := f()
+	s.rollback(c)
+	return err
 }

@@ -31,7 +31,11 @@ var (
 // Statements of the search index.
 const (
 	stmtIndexTables = `CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(words, content='', contentless_delete=1, tokenize='ascii');
-		CREATE TABLE IF NOT EXISTS search_meta (version INTEGER NOT NULL)`
+		CREATE TABLE IF NOT EXISTS search_meta (version INTEGER NOT NULL);
+		CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
+	// stmtVocab creates the index's vocabulary table (the words it holds,
+	// in order), which stores nothing of its own.
+	stmtVocab        = `CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
 	stmtIndexVersion = `SELECT (SELECT max(version) FROM search_meta), EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'search')`
 	stmtIndexInsert  = `INSERT OR REPLACE INTO search (rowid, words) VALUES (?, ?)`
 	stmtIndexDrop    = `DELETE FROM search WHERE rowid > ? AND rowid <= ?`
@@ -58,6 +62,54 @@ func ftsQuery(q checkpoint.Query) string {
 		terms[i] = `"` + t + `"`
 	}
 	return strings.Join(terms, " ") + "*"
+}
+
+// maxExpansion is how many indexed words the last term of a query may be
+// the start of for match to spell them out instead of asking FTS5 for a
+// prefix.
+const maxExpansion = 32
+
+// match writes q for FTS5 MATCH, spelling the prefix its last term is out
+// as the indexed words it starts (read from search_vocab, an fts5vocab
+// table over the index, made by every writable open) when there are at most
+// maxExpansion: FTS5 answers a prefix by merging the whole doclist of every
+// word it starts, which for a common word costs about a second per query on
+// a million events, while an OR of whole words is read as fast as the words
+// themselves. Where the vocabulary cannot be read it is ftsQuery. ok is
+// false when no indexed word starts with the last term: nothing matches.
+func (s *Store) match(ctx context.Context, c *conn, q checkpoint.Query) (expr string, ok bool) {
+	terms := q.Terms()
+	if len(terms) == 0 {
+		return ftsQuery(q), true
+	}
+	last := terms[len(terms)-1]
+	// Bounded above too: fts5vocab counts each row's documents as it
+	// reads it, and the word after the last match may be a common one.
+	rows, err := c.query(ctx, `SELECT term FROM search_vocab WHERE term >= ?1 AND term < ?2 ORDER BY term LIMIT ?3`, last, last+"\xff", int64(maxExpansion+1))
+	if err != nil {
+		return ftsQuery(q), true // a database whose writable opens predate the vocabulary
+	}
+	var words []string
+	dest := make([]driver.Value, 1)
+	for rows.Next(dest) == nil {
+		w := asString(dest[0])
+		if !strings.HasPrefix(w, last) {
+			break
+		}
+		words = append(words, `"`+w+`"`)
+	}
+	rows.Close()
+	switch {
+	case len(words) == 0:
+		return "", false
+	case len(words) > maxExpansion:
+		return ftsQuery(q), true
+	}
+	for i, t := range terms[:len(terms)-1] {
+		terms[i] = `"` + t + `"`
+	}
+	terms[len(terms)-1] = "(" + strings.Join(words, " OR ") + ")"
+	return strings.Join(terms, " AND "), true
 }
 
 // indexWords is what the index holds for e: its words joined by spaces, or
@@ -114,7 +166,9 @@ func (s *Store) ensureIndex(ctx context.Context, c *conn) error {
 		return err
 	}
 	if exists && v == checkpoint.SearchVersion {
-		return nil
+		// The index's vocabulary (see match), for indexes built before it.
+		_, err := c.exec(ctx, stmtVocab)
+		return err
 	}
 	return s.inTx(ctx, c, func() error {
 		// Again under the write lock: another process may have built it.
@@ -253,18 +307,22 @@ func (s *Store) query(ctx context.Context, c *conn, q checkpoint.Query, opts che
 	if limit <= 0 {
 		limit = checkpoint.DefaultSearchLimit
 	}
+	expr, ok := s.match(ctx, c, q)
+	if !ok {
+		return nil, nil
+	}
 	dest := make([]driver.Value, 1)
-	if _, err := c.row(ctx, dest, `SELECT count(*) FROM (SELECT rowid FROM search WHERE search MATCH ? LIMIT ?)`, ftsQuery(q), manyMatches); err != nil {
+	if _, err := c.row(ctx, dest, `SELECT count(*) FROM (SELECT rowid FROM search WHERE search MATCH ? LIMIT ?)`, expr, manyMatches); err != nil {
 		return nil, err
 	}
 	if n, _ := dest[0].(int64); n >= manyMatches {
-		return s.queryBySession(ctx, c, q, opts, limit)
+		return s.queryBySession(ctx, c, q, expr, opts, limit)
 	}
-	return s.queryRows(ctx, c, stmtSearch, limit, q, ftsQuery(q), opts.Namespace, int64(limit))
+	return s.queryRows(ctx, c, stmtSearch, limit, q, expr, opts.Namespace, int64(limit))
 }
 
 // queryBySession searches sessions one by one, newest first.
-func (s *Store) queryBySession(ctx context.Context, c *conn, q checkpoint.Query, opts checkpoint.SearchOptions, limit int) ([]checkpoint.Hit, error) {
+func (s *Store) queryBySession(ctx context.Context, c *conn, q checkpoint.Query, expr string, opts checkpoint.SearchOptions, limit int) ([]checkpoint.Hit, error) {
 	stmt := `SELECT id, n, updated FROM sessions WHERE kind = '' AND (?1 = '' OR namespace = ?1) ORDER BY updated DESC, id`
 	rows, err := c.query(ctx, stmt, opts.Namespace)
 	if err != nil {
@@ -287,7 +345,7 @@ func (s *Store) queryBySession(ctx context.Context, c *conn, q checkpoint.Query,
 		if len(hits) >= limit && hits[len(hits)-1].Time.UnixMicro() > ss.updated {
 			break
 		}
-		found, err := s.queryRows(ctx, c, stmtSearchSession, limit, q, ftsQuery(q), eventKey(ss.n, 0), eventKey(ss.n, maxSeq), int64(limit))
+		found, err := s.queryRows(ctx, c, stmtSearchSession, limit, q, expr, eventKey(ss.n, 0), eventKey(ss.n, maxSeq), int64(limit))
 		if err != nil {
 			return nil, err
 		}

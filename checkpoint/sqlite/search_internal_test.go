@@ -56,3 +56,64 @@ func TestSearchBySession(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchSpellsOutPrefixes: the last term of a query becomes the OR of
+// the indexed words it starts when they are few, stays a prefix when they
+// are many, and a term no word starts matches nothing; on a read-only
+// store too, and every query finds what the scan finds.
+func TestMatchSpellsOutPrefixes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: "s", Namespace: "ns"})}
+	for _, text := range []string{"refactor the parser", "refactor parsers", "parsing refactor", "refactor other"} {
+		evs = append(evs, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: text}))
+	}
+	for i := range maxExpansion + 1 {
+		evs = append(evs, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("refactor many%02d", i)}))
+	}
+	if _, err := s.Append(t.Context(), "s", 0, evs); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for _, tc := range []struct {
+		query, expr string
+		ok          bool
+	}{
+		{"refactor pars", `"refactor" AND ("parser" OR "parsers" OR "parsing")`, true},
+		{"refactor many", `"refactor" "many"*`, true},
+		{"refactor zzz", "", false},
+	} {
+		q, err := checkpoint.ParseQuery(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ro.conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		expr, ok := ro.match(t.Context(), c, q)
+		ro.pool.put(c, false)
+		if expr != tc.expr || ok != tc.ok {
+			t.Errorf("match(%q) = %q, %v; want %q, %v", tc.query, expr, ok, tc.expr, tc.ok)
+		}
+		got, err := ro.Search(t.Context(), q, checkpoint.SearchOptions{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := checkpoint.Scan(t.Context(), ro, q, checkpoint.SearchOptions{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("search %q differs from the scan (-scan +search):\n%s", tc.query, diff)
+		}
+	}
+}

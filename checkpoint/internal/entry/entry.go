@@ -22,7 +22,9 @@ import (
 //	id, kind, namespace, workdir, model, title, status,
 //	parent flag (0 none, 1 present) [parent session, parent seq],
 //	number of open calls, then each open call id,
-//	the summary's fold version (session.FoldVersion when it was folded).
+//	the summary's fold version (session.FoldVersion when it was folded),
+//	and only for an imported session: 1, then its import mark (from,
+//	host, at in unix microseconds, head, salvaged as 0 or 1).
 //
 // Version 1 entries have no fold version: they were written by fold
 // version 1 and decode with Fold 1. Entries delimit themselves, so a
@@ -55,10 +57,25 @@ func Encode(s *session.Summary) []byte {
 		body = appendString(body, id)
 	}
 	body = binary.AppendVarint(body, int64(s.Fold))
+	if m := s.Imported; m != nil {
+		body = append(body, 1)
+		body = appendString(body, m.From)
+		body = appendString(body, m.Host)
+		body = binary.AppendVarint(body, m.At.UnixMicro())
+		body = binary.AppendVarint(body, m.Head)
+		body = append(body, boolByte(m.Salvaged))
+	}
 	b := make([]byte, 0, len(body)+1+binary.MaxVarintLen64)
 	b = append(b, Version)
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	return append(b, body...)
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 func appendString(b []byte, s string) []byte {
@@ -244,6 +261,20 @@ func Next(b string, s *session.Summary) (rest string, _ error) {
 		s.Fold = int(r.varint())
 	} else {
 		s.Fold = 1 // entries of version 1 were written by fold version 1
+	}
+	if r.err == nil && len(r.b) != 0 {
+		if r.byte() != 1 {
+			r.err = ErrMalformed
+		}
+		m := &session.Import{From: r.string(), Host: r.string(), At: Micro(r.varint()), Head: r.varint()}
+		switch r.byte() {
+		case 0:
+		case 1:
+			m.Salvaged = true
+		default:
+			r.err = ErrMalformed
+		}
+		s.Imported = m
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = ErrMalformed

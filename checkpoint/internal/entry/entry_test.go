@@ -32,6 +32,10 @@ func genSummary(t *rapid.T) session.Summary {
 	if rapid.Bool().Draw(t, "parent") {
 		s.Parent = &session.ForkRef{Session: str.Draw(t, "parent session"), Seq: rapid.Int64().Draw(t, "parent seq")}
 	}
+	if rapid.Bool().Draw(t, "imported") {
+		s.Imported = &session.Import{From: str.Draw(t, "from"), Host: str.Draw(t, "host"), At: Micro(rapid.Int64Range(-1<<50, 1<<52).Draw(t, "at")),
+			Head: rapid.Int64().Draw(t, "exported head"), Salvaged: rapid.Bool().Draw(t, "salvaged")}
+	}
 	s.Open = rapid.SliceOfN(str, 0, 5).Draw(t, "open")
 	if len(s.Open) == 0 {
 		s.Open = nil
