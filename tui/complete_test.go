@@ -104,6 +104,7 @@ func TestModelCommandInTheTUI(t *testing.T) {
 	p := &fakeProvider{replies: []provider.Response{reply(text("Hi."))}}
 	a, store := newTestAgent(t, p, nil)
 	d := drive(t, a, Options{Model: "test-model"})
+	d.m.Update(tea.WindowSizeMsg{Width: 120, Height: 24}) // wide enough for the model beside the spend
 	d.typeText("/model claude-haiku-4-5")
 	d.key(keyEnter)
 	d.shows("model: claude-haiku-4-5 from the next prompt on")

@@ -37,19 +37,34 @@ func userHelp(cmds []usercmd.Command, notes []string) string {
 	return b.String()
 }
 
-// switchModel is /model: with a name, the session's model from the next
-// prompt on (recorded in its log); alone, the current one.
+// switchModel is /model: with a name, the screen's session's model from
+// the next prompt on (recorded in its log; a session not started yet is
+// opened for it, and writes the switch with its first prompt); alone, the
+// current one.
 func (m *model) switchModel(name string) tea.Cmd {
-	a := m.agent
+	a, sess, q := m.agent, m.sess, m.updates
 	if name == "" {
-		m.tr.notice("model: " + a.SessionModel() + " (switch with /model NAME)")
+		current := a.SessionModel()
+		if sess != nil {
+			current = sess.Model()
+		}
+		m.tr.notice("model: " + current + " (switch with /model NAME)")
 		return nil
 	}
 	return m.do("switching the model", func(ctx context.Context) func(*model) tea.Cmd {
-		if err := a.SetModel(ctx, name); err != nil {
+		if sess == nil {
+			var err error
+			if sess, err = openSession(ctx, a, q, ""); err != nil {
+				return failed("/model", err)
+			}
+		}
+		if err := sess.SetModel(ctx, name); err != nil {
 			return failed("/model", err)
 		}
 		return func(m *model) tea.Cmd {
+			if m.sess == nil {
+				m.sess = sess
+			}
 			m.opts.Model = name
 			m.tr.notice("model: " + name + " from the next prompt on")
 			return nil
