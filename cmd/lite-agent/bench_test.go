@@ -149,16 +149,7 @@ func BenchmarkProcessToolTurn(b *testing.B) {
 // a database of 10,000 sessions in the workspace.
 func BenchmarkProcessSessions10k(b *testing.B) {
 	bin := buildBinary(b)
-	work := b.TempDir()
-	ns, err := tool.Canonical(work)
-	if err != nil {
-		b.Fatal(err)
-	}
-	db := filepath.Join(b.TempDir(), "s.db")
-	store, err := sqlite.Open(db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	work, ns, db, store := workspaceStore(b)
 	ctx := context.Background()
 	for i := range 10000 {
 		id := fmt.Sprintf("s%05d", i)
@@ -177,4 +168,23 @@ func BenchmarkProcessSessions10k(b *testing.B) {
 	measure(b, func(int) *exec.Cmd {
 		return exec.Command(bin, "--workdir", work, "--session-db", db, "--sessions")
 	})
+}
+
+// workspaceStore makes a workdir and a new SQLite store for the
+// benchmarks of whole processes that read a filled store: the workdir,
+// its namespace, the database path and the open store (the caller fills
+// and closes it).
+func workspaceStore(b *testing.B) (work, ns, db string, store *sqlite.Store) {
+	b.Helper()
+	work = b.TempDir()
+	ns, err := tool.Canonical(work)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db = filepath.Join(b.TempDir(), "s.db")
+	store, err = sqlite.Open(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return work, ns, db, store
 }

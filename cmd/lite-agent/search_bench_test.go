@@ -2,12 +2,9 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
-	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
-	"github.com/lite-agent/lite-agent/tool"
 )
 
 // BenchmarkProcessSearch10kx100: the whole `lite-agent --search` process
@@ -18,16 +15,7 @@ import (
 // (the newest 50 hits). Then `--doctor` on the same store.
 func BenchmarkProcessSearch10kx100(b *testing.B) {
 	bin := buildBinary(b)
-	work := b.TempDir()
-	ns, err := tool.Canonical(work)
-	if err != nil {
-		b.Fatal(err)
-	}
-	db := filepath.Join(b.TempDir(), "s.db")
-	store, err := sqlite.Open(db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	work, ns, db, store := workspaceStore(b)
 	checkpointtest.FillSearch(b, store, ns, 10_000, 100)
 	store.Close()
 	for _, q := range []struct{ name, query string }{{"RareWord", "needleword"}, {"CommonWords", "refactor parser"}} {
