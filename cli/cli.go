@@ -43,6 +43,9 @@ type IO struct {
 	// FullScreen makes the full-screen client for interactive terminal
 	// runs; nil (lite-agent itself) hands those runs to lite-agent-tui.
 	FullScreen func() FullScreen
+	// Serving makes `lite-agent serve`'s server; nil (lite-agent itself)
+	// hands serve to lite-agent-serve.
+	Serving func() Serving
 }
 
 // UsageError is a bad command line: exit status 2, nothing written.

@@ -11,12 +11,23 @@ import (
 	"github.com/lite-agent/lite-agent/sandbox"
 )
 
+// Linked is what a command links in beyond lite-agent itself. Each part
+// left nil is handed to the command beside it that holds it
+// (lite-agent-tui, lite-agent-serve), so lite-agent stays small.
+type Linked struct {
+	FullScreen func() FullScreen // the full-screen client (package tui)
+	Serving    func() Serving    // serve's HTTP server (package server)
+}
+
 // Command runs the command line on the process's arguments and standard
 // streams and returns the exit status: what a command's main calls.
 // SIGTERM cancels everything; the first Ctrl-C (SIGINT) cancels the running
-// turn and a second within three seconds quits. fullScreen is the
-// full-screen client the command links in, or nil.
-func Command(fullScreen func() FullScreen) int {
+// turn and a second within three seconds quits. linked names what the
+// command links in beyond lite-agent itself; nil is none.
+func Command(linked *Linked) int {
+	if linked == nil {
+		linked = &Linked{}
+	}
 	sandbox.Launch() // a sandboxed shell command starts here, as this binary re-executed
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -42,6 +53,7 @@ func Command(fullScreen func() FullScreen) int {
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Interactive: term.IsTerminal(os.Stdin.Fd()),
 		Interrupt:   interrupts,
-		FullScreen:  fullScreen,
+		FullScreen:  linked.FullScreen,
+		Serving:     linked.Serving,
 	})
 }

@@ -54,16 +54,25 @@ func useTUI(c *config, std IO) bool {
 // execTUI replaces this process with lite-agent-tui (found beside this
 // executable) with the same arguments. It returns only when that command is
 // not installed or cannot start, and the line mode takes over.
-func execTUI(std IO) error {
+func execTUI() error {
+	err := execBeside(TUICommand, "./cmd/lite-agent-tui", os.Args[1:])
+	return fmt.Errorf("%w; using the line mode", err)
+}
+
+// execBeside replaces this process with the command name installed beside
+// this executable, run with args. It returns only when that command is not
+// there or cannot start; pkg is where it is built from, for the error.
+func execBeside(name, pkg string, args []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(filepath.Dir(self), TUICommand)
+	dir := filepath.Dir(self)
+	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("the full-screen client %s is not installed beside %s (build it with: go build -o %s ./cmd/lite-agent-tui); using the line mode", TUICommand, self, filepath.Dir(self))
+		return fmt.Errorf("%s is not installed beside %s (build it with: go build -o %s %s)", name, self, dir, pkg)
 	}
-	return syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+	return syscall.Exec(path, append([]string{path}, args...), os.Environ())
 }
 
 // runTUI is the full-screen interactive client. With --resume it opens on
@@ -117,7 +126,7 @@ func fullScreen(ctx context.Context, c *config, std IO) (ok bool, err error) {
 	if std.FullScreen != nil {
 		return true, runTUI(ctx, c, std, std.FullScreen())
 	}
-	if err := execTUI(std); err != nil {
+	if err := execTUI(); err != nil {
 		fmt.Fprintln(std.Stderr, "lite-agent:", oneLine(err.Error()))
 	}
 	return false, nil

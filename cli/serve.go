@@ -13,9 +13,53 @@ import (
 	"strings"
 	"time"
 
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/provider"
-	"github.com/lite-agent/lite-agent/server"
 )
+
+// ServeCommand is the name of the command holding `lite-agent serve`.
+const ServeCommand = "lite-agent-serve"
+
+// defaultMaxBody is --max-body's default, the server's own default cap.
+const defaultMaxBody = 1 << 20
+
+// Serving is `lite-agent serve`'s HTTP API and web viewer (package server,
+// plugged in by package servecmd). It lives in its own command,
+// lite-agent-serve, because the viewer's pages are html/template, whose
+// reflection makes the linker keep every method of every linked type: in
+// lite-agent itself it doubled the binary and a one-turn run's memory.
+// lite-agent hands `serve` to lite-agent-serve installed beside it.
+type Serving interface {
+	// Approve and Input are the handlers the agent is built with; they
+	// wait for answers given over HTTP.
+	Approve(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error)
+	Input(ctx context.Context, req liteagent.InputRequest) (string, error)
+	// Serve makes the HTTP handler for agent.
+	Serve(agent *liteagent.Agent, opts ServeOptions) (Server, error)
+}
+
+// ServeOptions is what the command line tells the server it makes.
+type ServeOptions struct {
+	Store        checkpoint.Checkpointer // the store the agent was built on
+	Token        string                  // "" makes the server pick one
+	AllowedHosts []string                // Host names accepted besides loopback
+	CORSOrigins  []string                // origins answered with CORS headers
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Server is a running `lite-agent serve` handler.
+type Server interface {
+	http.Handler
+	// Token is the bearer token requests must carry.
+	Token() string
+	// Running lists the sessions a turn of this server runs in.
+	Running() []string
+	// Shutdown refuses new turns, lets running ones finish until ctx is
+	// done, then interrupts the rest and waits for them.
+	Shutdown(ctx context.Context)
+}
 
 // serveTokenEnv names the environment variable that can hold serve's
 // token (instead of a random one).
@@ -34,10 +78,15 @@ type serveConfig struct {
 }
 
 // serveMain runs `lite-agent serve`: the HTTP API, live streams and the
-// web viewer (package server) over the --session-db store, until SIGTERM
-// or Ctrl-C, then shuts down letting running turns finish for
-// --shutdown-grace.
+// web viewer over the --session-db store, until SIGTERM or Ctrl-C, then
+// shuts down letting running turns finish for --shutdown-grace. Without a
+// linked-in server (lite-agent itself) it hands the run to
+// lite-agent-serve beside this executable.
 func serveMain(ctx context.Context, args []string, std IO) int {
+	if std.Serving == nil {
+		err := execBeside(ServeCommand, "./cmd/lite-agent-serve", args)
+		return report(fmt.Errorf("serve: %w", err), std.Stderr)
+	}
 	c, sc, err := parseServe(args, std.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(std.Stdout, "Usage: lite-agent serve [--listen 127.0.0.1:PORT] --session-db DB|URL [flags]\n\nFlags:\n")
@@ -63,7 +112,7 @@ func serveFlags(c *config, sc *serveConfig) (*flag.FlagSet, *config, *serveConfi
 	fs.Var(&sc.allowHosts, "allow-host", "accept requests whose Host header is `NAME` besides the loopback names (repeatable)")
 	fs.Var(&sc.corsOrigins, "cors-origin", "answer browser requests from `ORIGIN` (scheme://host:port) with CORS headers (repeatable; default none)")
 	fs.DurationVar(&sc.grace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long running turns may take to finish before they are interrupted")
-	fs.Int64Var(&sc.maxBody, "max-body", server.DefaultMaxBodyBytes, "the largest request body in `BYTES`")
+	fs.Int64Var(&sc.maxBody, "max-body", defaultMaxBody, "the largest request body in `BYTES`")
 	fs.StringVar(&c.provider, "provider", "", "model API `NAME`: anthropic or openai")
 	fs.StringVar(&c.model, "model", "", "model `NAME`")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model server's base `URL`")
@@ -104,7 +153,7 @@ func parseServe(args []string, stderr io.Writer) (*config, *serveConfig, error) 
 	if _, _, err := net.SplitHostPort(sc.listen); err != nil {
 		return nil, nil, usagef("--listen %q is not host:port (for example 127.0.0.1:7420)", sc.listen)
 	}
-	if !server.IsLoopback(sc.listen) && !sc.allowRemote {
+	if !isLoopback(sc.listen) && !sc.allowRemote {
 		return nil, nil, usagef("--listen %s would accept connections from other machines; listen on 127.0.0.1, or pass --allow-remote (and --allow-host NAME for the name they use) on purpose", sc.listen)
 	}
 	for _, a := range c.allow {
@@ -139,13 +188,13 @@ func serveToken(sc *serveConfig) (string, error) {
 }
 
 func serve(ctx context.Context, c *config, sc *serveConfig, std IO) error {
+	serving := std.Serving()
 	token, err := serveToken(sc)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(std.Stderr, nil))
-	approvals := server.NewApprovals()
-	c.approve, c.input = approvals.Approve, approvals.Input
+	c.approve, c.input = serving.Approve, serving.Input
 	e, err := newAgent(ctx, c, "", false, true)
 	if err != nil && strings.Contains(err.Error(), "no API key") {
 		logger.Warn("no model: sessions can be browsed, rewound and forked, but prompts are refused", "reason", err)
@@ -155,7 +204,7 @@ func serve(ctx context.Context, c *config, sc *serveConfig, std IO) error {
 		return err
 	}
 	defer e.close()
-	srv, err := server.New(e.agent, &server.Options{Store: e.store, Approvals: approvals, Token: token,
+	srv, err := serving.Serve(e.agent, ServeOptions{Store: e.store, Token: token,
 		AllowedHosts: sc.allowHosts, CORSOrigins: sc.corsOrigins, MaxBodyBytes: sc.maxBody, Logger: logger})
 	if err != nil {
 		return err
@@ -193,6 +242,21 @@ func serve(ctx context.Context, c *config, sc *serveConfig, std IO) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// isLoopback reports whether a listen address (host:port) binds to
+// loopback only: 127.0.0.0/8, ::1 or localhost. An empty host (every
+// interface) is not.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // redactDB hides a database URL's password.

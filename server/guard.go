@@ -131,19 +131,4 @@ func sameOrigin(origin, host string) bool {
 	return (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
 }
 
-// IsLoopback reports whether a listen address (host:port) binds to
-// loopback only: 127.0.0.0/8, ::1 or localhost. An empty host (every
-// interface) is not.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func quote(s string) string { return "\"" + s + "\"" }

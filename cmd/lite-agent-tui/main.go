@@ -29,5 +29,5 @@ func (c client) Run(ctx context.Context, a *liteagent.Agent, o cli.ScreenOptions
 }
 
 func main() {
-	os.Exit(cli.Command(func() cli.FullScreen { return client{approvals: tui.NewApprovals()} }))
+	os.Exit(cli.Command(&cli.Linked{FullScreen: func() cli.FullScreen { return client{approvals: tui.NewApprovals()} }}))
 }

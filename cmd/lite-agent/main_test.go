@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lite-agent/lite-agent/cli"
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
+	"github.com/lite-agent/lite-agent/server/servecmd"
 )
 
 // The test binary doubles as lite-agent: with LITE_AGENT_TEST_MAIN set it
@@ -23,6 +25,12 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("LITE_AGENT_TEST_MAIN") == "1" {
 		os.Args = append([]string{"lite-agent"}, os.Args[1:]...)
+		if len(os.Args) > 1 && os.Args[1] == "serve" {
+			// lite-agent hands serve to lite-agent-serve installed beside
+			// it (TestServeHandedToLiteAgentServe builds both); the test
+			// binary links the server in as lite-agent-serve does.
+			os.Exit(cli.Command(&cli.Linked{Serving: servecmd.New}))
+		}
 		main()
 		return
 	}

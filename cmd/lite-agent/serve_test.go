@@ -50,8 +50,15 @@ func (s *served) log() string {
 // and reads the address and token it prints.
 func startServe(t testing.TB, model *fakemodel.Server, work, db string, extra ...string) *served {
 	t.Helper()
+	return startServeBin(t, os.Args[0], model, work, db, extra...)
+}
+
+// startServeBin is startServe running bin serve (the test binary when bin
+// is os.Args[0]).
+func startServeBin(t testing.TB, bin string, model *fakemodel.Server, work, db string, extra ...string) *served {
+	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--workdir", work, "--session-db", db}, extra...)
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "LITE_AGENT_TEST_MAIN=1", "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=",
 		"HOME="+t.TempDir(), "XDG_STATE_HOME=", "XDG_CONFIG_HOME="+configHome, "LITE_AGENT_SERVE_TOKEN=")
 	if model != nil {
