@@ -122,6 +122,8 @@ func turns(b *testing.B, store checkpoint.Checkpointer, ns string, n int) string
 	id := liteagent.NewSessionID()
 	events := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns})}
 	for i := range n {
+		// Every message differs from the other turns' (a provider keeping
+		// encoded messages would find repeats kept).
 		cid := fmt.Sprintf("c%d", i)
 		events = append(events,
 			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}),
@@ -131,7 +133,7 @@ func turns(b *testing.B, store checkpoint.Checkpointer, ns string, n int) string
 			}}),
 			session.MustNew(session.TypeToolStarted, session.ToolStarted{CallID: cid, Tool: "edit", Paths: []string{"f.go"}}),
 			session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: cid, Tool: "edit", Output: "edited f.go", Files: map[string]string{"f.go": "abc"}}),
-			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: "Done: I changed a to b in f.go, as asked. Anything else?"}}}),
+			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: fmt.Sprintf("Done: I changed a to b in f.go for prompt %d, as asked. Anything else?", i)}}}),
 			session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"}),
 		)
 	}
@@ -158,21 +160,23 @@ func BenchmarkResumeLong(b *testing.B) {
 			}
 			defer store.Close()
 			url := modelProcess(b, repeat([]fakemodel.Reply{{Text: "done"}}, b.N))
-			p, err := anthropic.New(&anthropic.Options{APIKey: "test-key", BaseURL: url, RetryBaseDelay: time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			a, err := liteagent.New(&liteagent.Options{Provider: p, Model: "m", Workdir: b.TempDir(), Checkpointer: store})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer a.Close()
+			work := b.TempDir()
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
 			var cpu time.Duration
 			for range b.N {
 				b.StopTimer()
+				// A fresh provider and agent, as a new process has: nothing
+				// the last iteration encoded is kept.
+				p, err := anthropic.New(&anthropic.Options{APIKey: "test-key", BaseURL: url, RetryBaseDelay: time.Millisecond})
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := liteagent.New(&liteagent.Options{Provider: p, Model: "m", Workdir: work, Checkpointer: store})
+				if err != nil {
+					b.Fatal(err)
+				}
 				id := turns(b, store, a.Namespace(), n)
 				before := cpuTime(b)
 				b.StartTimer()
@@ -184,6 +188,7 @@ func BenchmarkResumeLong(b *testing.B) {
 				}
 				b.StopTimer()
 				cpu += cpuTime(b) - before
+				a.Close()
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")

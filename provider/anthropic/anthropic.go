@@ -23,6 +23,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
@@ -70,6 +71,7 @@ type Provider struct {
 	maxTokens int
 	retry     provider.RetryPolicy
 	cache     bool // mark prompt-cache breakpoints
+	encoded   *encoded
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -120,6 +122,7 @@ func New(opts *Options) (*Provider, error) {
 		maxTokens: o.MaxTokens,
 		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, IdleTimeout: o.IdleTimeout},
 		cache:     !o.NoPromptCache,
+		encoded:   newEncoded(),
 	}, nil
 }
 
@@ -140,9 +143,22 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 	})
 }
 
+// send sends params as a streaming request: as the body assembled from
+// the kept JSON of its messages, or as the params if that cannot be done.
+func (p *Provider) send(ctx context.Context, params sdk.MessageNewParams) *ssestream.Stream[sdk.MessageStreamEventUnion] {
+	b, ok, err := body(params)
+	if err != nil || !ok {
+		return p.client.Messages.NewStreaming(ctx, params)
+	}
+	// The SDK reads the model and thinking of these params (for a warning
+	// about deprecated models); the body sent is b.
+	head := sdk.MessageNewParams{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking}
+	return p.client.Messages.NewStreaming(ctx, head, option.WithRequestBody("application/json", b))
+}
+
 // attempt sends one request and reads its stream to the end.
 func (p *Provider) attempt(ctx context.Context, params sdk.MessageNewParams, model string, emit func(provider.Delta)) (provider.Response, error) {
-	stream := p.client.Messages.NewStreaming(ctx, params)
+	stream := p.send(ctx, params)
 	defer stream.Close()
 
 	var (

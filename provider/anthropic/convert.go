@@ -1,10 +1,12 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -13,7 +15,8 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// params builds the API request for req.
+// params builds the API request for req: the params, each message in
+// them the JSON it was encoded to (see encoded).
 func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 	if req.Model == "" {
 		return sdk.MessageNewParams{}, errors.New("anthropic: no model is set; name one, such as claude-sonnet-4-5")
@@ -25,9 +28,13 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
 	}
-	msgs, err := messages(req.Messages, req.ThinkingBudget > 0)
+	raws, err := p.messages(req.Messages, req.ThinkingBudget > 0)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
+	}
+	msgs := make([]sdk.MessageParam, len(raws))
+	for i, raw := range raws {
+		msgs[i] = param.Override[sdk.MessageParam](raw)
 	}
 	tools, err := toolParams(req.Tools)
 	if err != nil {
@@ -61,13 +68,11 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 // minThinkingBudget is the smallest thinking budget the API takes.
 const minThinkingBudget = 1024
 
-// markCache puts the prompt-cache breakpoints (at most 4, as the API
-// allows) where successive requests of a session share their prefix: the
-// last tool (caching every tool), the system prompt, the last user message
-// (this request's whole transcript) and the user message before it (where
-// the previous request's breakpoint was, so its cache is found even when
-// many blocks were added since). Nothing else in the request changes turn
-// to turn, so the prefix up to each breakpoint is the same bytes.
+// markCache puts the prompt-cache breakpoints on the tools and the system
+// prompt: the last tool (caching every tool) and the system prompt. The
+// messages' two breakpoints are put by messages (see marked). Nothing else
+// in the request changes turn to turn, so the prefix up to each breakpoint
+// is the same bytes.
 func markCache(params *sdk.MessageNewParams) {
 	cc := sdk.NewCacheControlEphemeralParam()
 	if n := len(params.Tools); n > 0 {
@@ -78,91 +83,192 @@ func markCache(params *sdk.MessageNewParams) {
 	if n := len(params.System); n > 0 {
 		params.System[n-1].CacheControl = cc
 	}
-	marked := 0
-	for i := len(params.Messages) - 1; i >= 0 && marked < 2; i-- {
-		u := params.Messages[i].OfUser
-		if u == nil || len(u.Content) == 0 {
-			continue
-		}
-		if c := u.Content[len(u.Content)-1].GetCacheControl(); c != nil {
-			*c = cc
-			marked++
-		}
-	}
 }
 
-// messages maps the transcript to message params. Empty text blocks are
-// dropped (the API refuses them), and so are messages left with no
-// blocks. In a user message, tool results go first, as the API requires.
+// marked returns the indexes of the messages whose last block carries a
+// prompt-cache breakpoint (at most 4 in a request, as the API allows, two
+// of them here): the last user message (this request's whole transcript)
+// and the user message before it (where the previous request's breakpoint
+// was, so its cache is found even when many blocks were added since). A
+// user message counts only if it has a block to send. -1 is none.
+func marked(in []provider.Message) (last, before int) {
+	last, before = -1, -1
+	for i := len(in) - 1; i >= 0 && before < 0; i-- {
+		if in[i].Role != session.RoleUser || !sendsABlock(in[i]) {
+			continue
+		}
+		if last < 0 {
+			last = i
+		} else {
+			before = i
+		}
+	}
+	return last, before
+}
+
+// sendsABlock reports whether message converts to at least one block:
+// what a user message of the transcript can hold, a tool result or
+// non-empty text (other blocks make message an error, or are dropped).
+func sendsABlock(m provider.Message) bool {
+	for _, b := range m.Blocks {
+		if b.Type == session.BlockToolResult || (b.Type == session.BlockText && b.Text != "") {
+			return true
+		}
+	}
+	return false
+}
+
+// messages maps the transcript to the JSON of its messages, each message
+// encoded once and kept (see encoded): a message sent before is sent as
+// the JSON it was encoded to then. With the prompt cache on, the two
+// breakpoints of marked go on their messages' last blocks.
+func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMessage, error) {
+	last, before := -1, -1
+	if p.cache {
+		last, before = marked(in)
+	}
+	gen := p.encoded.begin()
+	out := make([]json.RawMessage, 0, len(in))
+	for i, m := range in {
+		mark := i == last || i == before
+		if raw := p.encoded.get(gen, m, thinking, mark); raw != nil {
+			out = append(out, raw)
+			continue
+		}
+		mp, ok, err := message(i, m, thinking)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if mark {
+			u := mp.OfUser
+			if c := u.Content[len(u.Content)-1].GetCacheControl(); c != nil {
+				*c = sdk.NewCacheControlEphemeralParam()
+			}
+		}
+		raw, err := p.encoded.put(gen, m, thinking, mark, mp)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: message %d: %w", i+1, err)
+		}
+		out = append(out, raw)
+	}
+	p.encoded.trim()
+	return out, nil
+}
+
+// body is the request body of params, whose messages are kept JSON (see
+// encoded): the SDK encodes the rest, and the messages' JSON goes in as it
+// is, so a kept message costs a copy rather than the SDK's encoding and
+// compaction of it again. ok is false if the SDK's encoding is not of the
+// shape this relies on ({"max_tokens":N,"messages":[...],...}); the params
+// are then sent as they are.
+func body(params sdk.MessageNewParams) (b []byte, ok bool, err error) {
+	msgs := params.Messages
+	params.Messages = []sdk.MessageParam{param.Override[sdk.MessageParam](json.RawMessage("0"))}
+	top, err := params.MarshalJSON()
+	if err != nil {
+		return nil, false, err
+	}
+	const slot = `,"messages":[0]`
+	i := bytes.Index(top, []byte(slot))
+	if i < 0 || !maxTokensFirst.Match(top[:i]) {
+		return nil, false, nil
+	}
+	size := len(top)
+	for _, m := range msgs {
+		raw, ok := m.Overrides()
+		if !ok {
+			return nil, false, nil
+		}
+		size += len(raw.(json.RawMessage)) + 1
+	}
+	b = make([]byte, 0, size)
+	b = append(b, top[:i+len(slot)-2]...)
+	for j, m := range msgs {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		raw, _ := m.Overrides()
+		b = append(b, raw.(json.RawMessage)...)
+	}
+	return append(b, top[i+len(slot)-1:]...), true, nil
+}
+
+// maxTokensFirst is what the SDK's encoding of a request starts with,
+// before the messages.
+var maxTokensFirst = regexp.MustCompile(`^\{"max_tokens":[0-9]+$`)
+
+// message maps the transcript's message i to a message param; ok is false
+// for a message left with no blocks. Empty text blocks are dropped (the
+// API refuses them). In a user message, tool results go first, as the API
+// requires.
 //
 // Thinking blocks are sent back, first in their message and unchanged, when
 // thinking is on (the API requires those of the current tool use); without
 // it they are left out.
-func messages(in []provider.Message, thinking bool) ([]sdk.MessageParam, error) {
-	out := make([]sdk.MessageParam, 0, len(in))
-	for i, m := range in {
-		var results, others []sdk.ContentBlockParamUnion
-		for j, b := range m.Blocks {
-			switch b.Type {
-			case session.BlockThinking, session.BlockRedactedThinking:
-				if !thinking || m.Role != session.RoleAssistant || (b.Type == session.BlockThinking && b.Signature == "") {
-					continue // unsigned: another provider's reasoning, which the API would refuse
-				}
-				if b.Type == session.BlockThinking {
-					others = append(others, sdk.NewThinkingBlock(b.Signature, b.Text))
-				} else {
-					others = append(others, sdk.NewRedactedThinkingBlock(b.Text))
-				}
-			case session.BlockText:
-				if b.Text != "" {
-					others = append(others, sdk.NewTextBlock(b.Text))
-				}
-			case session.BlockToolUse:
-				if m.Role != session.RoleAssistant {
-					return nil, fmt.Errorf("anthropic: message %d (%s), block %d: a tool_use block belongs in an assistant message", i+1, m.Role, j+1)
-				}
-				input := b.Input
-				if len(input) == 0 {
-					input = json.RawMessage("{}")
-				}
-				if !json.Valid(input) {
-					return nil, fmt.Errorf("anthropic: message %d, block %d: tool_use %s has invalid JSON input", i+1, j+1, b.ID)
-				}
-				others = append(others, sdk.NewToolUseBlock(b.ID, input, b.Name))
-			case session.BlockToolResult:
-				if m.Role != session.RoleUser {
-					return nil, fmt.Errorf("anthropic: message %d (%s), block %d: a tool_result block belongs in a user message", i+1, m.Role, j+1)
-				}
-				tr := sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
-				if b.Text != "" {
-					tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Text}}}
-				}
-				for _, im := range b.Images {
-					src := sdk.Base64ImageSourceParam{Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: sdk.Base64ImageSourceMediaType(im.MediaType)}
-					tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &src}}})
-				}
-				if b.IsError {
-					tr.IsError = sdk.Bool(true)
-				}
-				results = append(results, sdk.ContentBlockParamUnion{OfToolResult: &tr})
-			default:
-				return nil, fmt.Errorf("anthropic: message %d, block %d: block type %q is not supported", i+1, j+1, b.Type)
+func message(i int, m provider.Message, thinking bool) (sdk.MessageParam, bool, error) {
+	var results, others []sdk.ContentBlockParamUnion
+	for j, b := range m.Blocks {
+		switch b.Type {
+		case session.BlockThinking, session.BlockRedactedThinking:
+			if !thinking || m.Role != session.RoleAssistant || (b.Type == session.BlockThinking && b.Signature == "") {
+				continue // unsigned: another provider's reasoning, which the API would refuse
 			}
-		}
-		blocks := append(results, others...)
-		if len(blocks) == 0 {
-			continue
-		}
-		switch m.Role {
-		case session.RoleUser:
-			out = append(out, sdk.NewUserMessage(blocks...))
-		case session.RoleAssistant:
-			out = append(out, sdk.NewAssistantMessage(blocks...))
+			if b.Type == session.BlockThinking {
+				others = append(others, sdk.NewThinkingBlock(b.Signature, b.Text))
+			} else {
+				others = append(others, sdk.NewRedactedThinkingBlock(b.Text))
+			}
+		case session.BlockText:
+			if b.Text != "" {
+				others = append(others, sdk.NewTextBlock(b.Text))
+			}
+		case session.BlockToolUse:
+			if m.Role != session.RoleAssistant {
+				return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d (%s), block %d: a tool_use block belongs in an assistant message", i+1, m.Role, j+1)
+			}
+			input := b.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			if !json.Valid(input) {
+				return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d, block %d: tool_use %s has invalid JSON input", i+1, j+1, b.ID)
+			}
+			others = append(others, sdk.NewToolUseBlock(b.ID, input, b.Name))
+		case session.BlockToolResult:
+			if m.Role != session.RoleUser {
+				return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d (%s), block %d: a tool_result block belongs in a user message", i+1, m.Role, j+1)
+			}
+			tr := sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
+			if b.Text != "" {
+				tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Text}}}
+			}
+			for _, im := range b.Images {
+				src := sdk.Base64ImageSourceParam{Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: sdk.Base64ImageSourceMediaType(im.MediaType)}
+				tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &src}}})
+			}
+			if b.IsError {
+				tr.IsError = sdk.Bool(true)
+			}
+			results = append(results, sdk.ContentBlockParamUnion{OfToolResult: &tr})
 		default:
-			return nil, fmt.Errorf("anthropic: message %d: role %q is neither %q nor %q", i+1, m.Role, session.RoleUser, session.RoleAssistant)
+			return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d, block %d: block type %q is not supported", i+1, j+1, b.Type)
 		}
 	}
-	return out, nil
+	blocks := append(results, others...)
+	if len(blocks) == 0 {
+		return sdk.MessageParam{}, false, nil
+	}
+	switch m.Role {
+	case session.RoleUser:
+		return sdk.NewUserMessage(blocks...), true, nil
+	case session.RoleAssistant:
+		return sdk.NewAssistantMessage(blocks...), true, nil
+	default:
+		return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d: role %q is neither %q nor %q", i+1, m.Role, session.RoleUser, session.RoleAssistant)
+	}
 }
 
 // emptySchema is the input schema of a tool that declares none.
