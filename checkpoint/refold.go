@@ -8,6 +8,13 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
+// ErrNewer is session.ErrNewer: what a store holds was written by a newer
+// lite-agent (a summary entry, index or log format, or a fold version,
+// that this build does not know). Stores return it, as a
+// *session.NewerError naming the version, instead of reading such data as
+// damage, and change nothing: a newer build reads it.
+var ErrNewer = session.ErrNewer
+
 // Stale reports whether a stored summary was folded by another version of
 // the fold than this code's (session.FoldVersion), so that it must not be
 // trusted: a change to the fold never leaves a listing wrong.
@@ -17,13 +24,18 @@ func Stale(s *session.Summary) bool { return s.Fold != session.FoldVersion }
 // from its log read through c. Stores call it on what List and Head read
 // (and write the result back where they can), so callers always get the
 // current fold. A log deleted meanwhile keeps the summary read; a log that
-// does not read back whole is an error (a *CorruptError for damage).
+// does not read back whole is an error (a *CorruptError for damage). A
+// summary of a newer fold version is not recomputed (this build's fold
+// would lose what the newer one computes): it is an ErrNewer error.
 func Refold(ctx context.Context, c Checkpointer, sums []session.Summary) error {
 	for i := range sums {
 		if !Stale(&sums[i]) {
 			continue
 		}
 		id := sums[i].ID
+		if err := session.CheckFold(&sums[i]); err != nil {
+			return fmt.Errorf("the summary of session %s: %w", id, err)
+		}
 		fold := session.Summary{ID: id}
 		var err error
 		for e, rerr := range c.Read(ctx, id, 1) {

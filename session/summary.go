@@ -46,8 +46,10 @@ type Summary struct {
 	// their count. It is the projection of State's hazards (Hazard.Key).
 	Open []string `json:"open,omitempty"`
 	// Fold is the FoldVersion of the code that folded the summary from the
-	// log's first event; 0 for a log folded from its middle. A store that reads a summary whose Fold is
-	// not FoldVersion recomputes it from the log (see checkpoint.Refold).
+	// log's first event; 0 for a log folded from its middle. A store that
+	// reads a summary of an older Fold recomputes it from the log (see
+	// checkpoint.Refold); one of a newer Fold is an ErrNewer error
+	// (CheckFold).
 	Fold int `json:"fold,omitempty"`
 }
 

@@ -1,16 +1,62 @@
 package postgres_test
 
 import (
+	"bytes"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
+	"github.com/lite-agent/lite-agent/checkpoint/postgres"
 	"github.com/lite-agent/lite-agent/session"
 )
 
 // storeSummary overwrites a session's stored summary through a connection
-// of its own, as an older lite-agent would have left it.
+// of its own, as another lite-agent would have left it: with a new etag,
+// as its appends do.
 func storeSummary(tb testing.TB, _ checkpoint.Checkpointer, loc, id string, s session.Summary) {
 	tb.Helper()
-	execSQL(tb, loc, `UPDATE sessions SET entry = $1, messages = $2 WHERE id = $3`, entry.Encode(&s), s.Messages, id)
+	execSQL(tb, loc, `UPDATE sessions SET entry = $1, messages = $2, etag = etag + 1 WHERE id = $3`, entry.Encode(&s), s.Messages, id)
+}
+
+// TestNewerEntryFormat plants a summary entry of the next entry format (as
+// a newer lite-agent would write one) and checks that a writable and a
+// read-only store refuse it in words that say to upgrade, while another
+// session goes on (checkpointtest.CheckRefusesNewer); the entry is left
+// byte for byte.
+func TestNewerEntryFormat(t *testing.T) {
+	loc := newSchema(t)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		start := session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: "ns"})
+		if _, err := s.Append(ctx, id, 0, []session.Event{start, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "hi"})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	newer := []byte{entry.Version + 1, 3, 'x', 'y', 'z'}
+	execSQL(t, loc, `UPDATE sessions SET entry = $1, etag = etag + 1 WHERE id = 'a'`, newer)
+	bHead := int64(2)
+	for _, ro := range []bool{false, true} {
+		s, err := postgres.Open(ctx, loc, &postgres.Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkpointtest.CheckRefusesNewer(t, s, "a", "ns", 2, "b", &bHead, ro)
+		s.Close()
+	}
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var got []byte
+	if err := conn.QueryRow(ctx, `SELECT entry FROM sessions WHERE id = 'a'`).Scan(&got); err != nil || !bytes.Equal(got, newer) {
+		t.Fatalf("the newer entry is now %x (%v), want it left as %x", got, err, newer)
+	}
 }
