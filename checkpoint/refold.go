@@ -28,6 +28,25 @@ func Stale(s *session.Summary) bool { return s.Fold != session.FoldVersion }
 // summary of a newer fold version is not recomputed (this build's fold
 // would lose what the newer one computes): it is an ErrNewer error.
 func Refold(ctx context.Context, c Checkpointer, sums []session.Summary) error {
+	return RefoldWith(ctx, sums, func(ctx context.Context, id string) (session.Summary, bool, error) {
+		fold := session.Summary{ID: id}
+		for e, err := range c.Read(ctx, id, 1) {
+			if errors.Is(err, ErrNotFound) {
+				return fold, false, nil
+			}
+			if err != nil {
+				return fold, false, err
+			}
+			fold.Apply(e)
+		}
+		return fold, true, nil
+	})
+}
+
+// RefoldWith is Refold with a store's own recompute of one session, fold,
+// which may also store what it computes: ok false (the session is gone)
+// keeps the summary read.
+func RefoldWith(ctx context.Context, sums []session.Summary, fold func(ctx context.Context, id string) (_ session.Summary, ok bool, _ error)) error {
 	for i := range sums {
 		if !Stale(&sums[i]) {
 			continue
@@ -36,22 +55,13 @@ func Refold(ctx context.Context, c Checkpointer, sums []session.Summary) error {
 		if err := session.CheckFold(&sums[i]); err != nil {
 			return fmt.Errorf("the summary of session %s: %w", id, err)
 		}
-		fold := session.Summary{ID: id}
-		var err error
-		for e, rerr := range c.Read(ctx, id, 1) {
-			if rerr != nil {
-				err = rerr
-				break
-			}
-			fold.Apply(e)
-		}
+		sum, ok, err := fold(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
-			continue
 		case err != nil:
 			return fmt.Errorf("recompute the summary of %s from its log: %w", id, err)
+		case ok:
+			sums[i] = sum
 		}
-		sums[i] = fold
 	}
 	return nil
 }

@@ -116,6 +116,8 @@ var subtests = []subtest{
 	{name: "Damage", run: testDamage},
 	{name: "OldFoldVersion", run: testOldFoldVersion},
 	{name: "NewerFoldVersion", run: testNewerFoldVersion},
+	{name: "DoctorOldFold", run: testDoctorOldFold},
+	{name: "OldFoldDuringWrites", run: testOldFoldDuringWrites},
 	{name: "Search", run: testSearch},
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},

@@ -2,6 +2,8 @@ package checkpointtest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +62,11 @@ func testOldFoldVersion(t *testing.T, b Backend) {
 		}
 	}
 	check(c, "stale summaries")
+	if _, ok := c.(checkpoint.Repairer); ok {
+		// What Head and List recomputed was stored: the doctor, which
+		// compares what is stored with the logs, finds nothing.
+		noProblems(t, c, "after reading the stale summaries")
+	}
 
 	// An append folds on from the log, not from a stale summary.
 	wrong := session.Summarize("old-1", logs["old-1"])
@@ -210,4 +217,143 @@ func reopen(t *testing.T, b Backend, loc string, c *checkpoint.Checkpointer, che
 		t.Fatal(err)
 	}
 	check(*c, "reopened")
+}
+
+// noProblems fails t unless the doctor finds nothing in c.
+func noProblems(t *testing.T, c checkpoint.Checkpointer, when string) {
+	t.Helper()
+	rep, err := checkpoint.Doctor(t.Context(), c, checkpoint.DoctorOptions{})
+	if err != nil {
+		t.Fatalf("%s: doctor: %v", when, err)
+	}
+	if len(rep.Problems) != 0 {
+		t.Fatalf("%s: the doctor found %+v", when, rep.Problems)
+	}
+}
+
+// testDoctorOldFold stores summaries stamped with an older fold version
+// and checks that the doctor of a store that checks what it derives
+// (a checkpoint.Repairer) names each as summary_old_fold, that a repair
+// stores the recomputed ones (marked repaired), and that the doctor is
+// clean afterwards, also reopened.
+func testDoctorOldFold(t *testing.T, b Backend) {
+	if b.StoreSummary == nil {
+		t.Skip("the backend has no StoreSummary hook")
+	}
+	loc := b.NewLocation(t)
+	c, err := b.Open(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Close() }()
+	if _, ok := c.(checkpoint.Repairer); !ok {
+		t.Skip("the backend checks nothing it derives (no checkpoint.Repairer): its reads recompute old summaries")
+	}
+	ids := []string{"old-a", "old-b", "current"}
+	for _, id := range ids {
+		create(t, c, id, "ns", 2)
+	}
+	plant := func() {
+		for _, id := range ids[:2] {
+			var log []session.Event
+			for e, err := range c.Read(t.Context(), id, 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				log = append(log, e)
+			}
+			old := session.Summarize(id, log)
+			old.Fold = session.FoldVersion - 1
+			b.StoreSummary(t, c, loc, id, old)
+		}
+	}
+	found := func(repair bool) {
+		t.Helper()
+		rep, err := checkpoint.Doctor(t.Context(), c, checkpoint.DoctorOptions{Repair: repair})
+		if err != nil {
+			t.Fatalf("doctor (repair %v): %v", repair, err)
+		}
+		var got []string
+		for _, p := range rep.Problems {
+			if p.Kind != checkpoint.ProblemSummaryOld || p.Repaired != repair || p.Fix == "" {
+				t.Fatalf("doctor (repair %v) found %+v, want summary_old_fold problems only", repair, p)
+			}
+			got = append(got, p.Session)
+		}
+		slices.Sort(got)
+		if want := []string{"old-a", "old-b"}; !slices.Equal(got, want) {
+			t.Fatalf("doctor (repair %v) reported summary_old_fold for %v, want %v", repair, got, want)
+		}
+	}
+	plant()
+	found(false)
+	plant() // the doctor's own listing may have written them back
+	found(true)
+	noProblems(t, c, "after the repair")
+	reopen(t, b, loc, &c, func(c checkpoint.Checkpointer, when string) { noProblems(t, c, when) })
+}
+
+// testOldFoldDuringWrites: summaries of an older fold, recomputed and
+// written back by readers (Head, List) while a writer appends to the same
+// session, never end up older than the log: after each round the stored
+// summary is the fold of the whole log (Head, and the doctor on stores
+// that check what they store).
+func testOldFoldDuringWrites(t *testing.T, b Backend) {
+	if b.StoreSummary == nil {
+		t.Skip("the backend has no StoreSummary hook")
+	}
+	loc := b.NewLocation(t)
+	c := open(t, b, loc)
+	log := create(t, c, "busy", "ns", 1)
+	_, repairer := c.(checkpoint.Repairer)
+	for round := range 8 {
+		old := session.Summarize("busy", log)
+		old.Fold, old.Title = session.FoldVersion-1, "stale"
+		b.StoreSummary(t, c, loc, "busy", old)
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for r := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					var err error
+					if r == 0 {
+						_, err = c.Head(t.Context(), "busy")
+					} else {
+						_, err = c.List(t.Context(), "ns", checkpoint.ListOptions{})
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+			}()
+		}
+		for range 5 {
+			e := prompt(fmt.Sprintf("round %d", round))
+			mustAppend(t, c, "busy", int64(len(log)), e)
+			log = append(log, numbered(int64(len(log)), e)...)
+		}
+		close(done)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: a reader beside the writer: %v", round, err)
+		}
+		got, err := c.Head(t.Context(), "busy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSummary(t, fmt.Sprintf("round %d: Head", round), got, "busy", log)
+		if repairer {
+			noProblems(t, c, fmt.Sprintf("round %d", round))
+		}
+	}
 }

@@ -60,7 +60,8 @@ const (
 type doctorLog struct {
 	id      string
 	stored  []byte          // the row's entry; nil: no row
-	fold    int             // the fold version of the row's entry; -1 if it does not decode
+	fold    int             // the fold version of the row's entry, if decoded
+	decoded bool            // the row's entry decodes
 	good    []session.Event // the events that verify, from seq 1
 	badSeq  int64           // the first seq that does not; 0 if none
 	reason  string
@@ -146,7 +147,7 @@ func (s *Store) readForDoctor(ctx context.Context, id string, index bool) (*doct
 
 // readLog reads and verifies session id's log in tx.
 func readLog(ctx context.Context, tx pgx.Tx, id string, index bool) (*doctorLog, error) {
-	l := &doctorLog{id: id, fold: -1}
+	l := &doctorLog{id: id}
 	err := tx.QueryRow(ctx, doctorRowSQL, id).Scan(&l.stored)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
@@ -160,7 +161,7 @@ func readLog(ctx context.Context, tx pgx.Tx, id string, index bool) (*doctorLog,
 			// Not damage: nothing to report or rebuild with this build.
 			return nil, entryError(id, err)
 		case err == nil:
-			head, l.fold = stored.Head, stored.Fold
+			head, l.fold, l.decoded = stored.Head, stored.Fold, true
 		}
 	}
 	rows, err := tx.Query(ctx, doctorEventsSQL, id)
@@ -245,7 +246,7 @@ func (s *Store) judge(l *doctorLog, rebuilding bool) ([]checkpoint.Problem, bool
 			Detail: fmt.Sprintf("session %s has %d events but no row in the sessions table, so it is not listed", l.id, len(l.good)+l.badRows),
 			Fix:    "run --doctor --repair to rebuild the row from the log"})
 		fix = true
-	case l.badSeq == 0 && l.fold >= 0 && l.fold < session.FoldVersion:
+	case l.badSeq == 0 && l.decoded && l.fold < session.FoldVersion:
 		out = append(out, checkpoint.OldFoldProblem(l.id, l.fold, false))
 		fix = true
 	case !bytes.Equal(l.stored, entry.Encode(&fold)) && l.badSeq == 0:

@@ -60,3 +60,58 @@ func TestNewerEntryFormat(t *testing.T) {
 		t.Fatalf("the newer entry is now %x (%v), want it left as %x", got, err, newer)
 	}
 }
+
+// TestWriteBackAfterAppend recomputes a stale summary as a reader does and
+// lets another store append to the session between the read of the log
+// and the write-back: the write-back must not store its fold (of a shorter
+// log) over the appended session's summary. With nothing in between it
+// stores it.
+func TestWriteBackAfterAppend(t *testing.T) {
+	loc := newSchema(t)
+	ctx := t.Context()
+	s, other := openStore(t, loc, nil), openStore(t, loc, nil)
+	start := session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: "s", Namespace: "ns"})
+	log := []session.Event{start, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "first"})}
+	if _, err := s.Append(ctx, "s", 0, log); err != nil {
+		t.Fatal(err)
+	}
+	for i := range log {
+		log[i].Seq = int64(i + 1)
+	}
+	stale := func() {
+		old := session.Summarize("s", log)
+		old.Fold, old.Title = session.FoldVersion-1, "stale"
+		storeSummary(t, s, loc, "s", old)
+	}
+	stale()
+	next := session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "second"})
+	wrote, err := postgres.WriteBackAfter(ctx, s, "s", func() {
+		if _, err := other.Append(ctx, "s", 2, []session.Event{next}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil || wrote {
+		t.Fatalf("a write-back after another store's append: wrote %v, %v; want it left alone", wrote, err)
+	}
+	next.Seq = 3
+	log = append(log, next)
+	fresh := openStore(t, loc, &postgres.Options{ReadOnly: true}) // no cache, no write-back
+	got, err := fresh.Head(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := session.Summarize("s", log); got.Head != 3 || got.Title != want.Title || got.Fold != session.FoldVersion {
+		t.Fatalf("after the append the summary is %+v, want %+v", got, want)
+	}
+	if rep, err := checkpoint.Doctor(ctx, fresh, checkpoint.DoctorOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("doctor: %+v, %v", rep, err)
+	}
+
+	stale()
+	if wrote, err := postgres.WriteBackAfter(ctx, s, "s", func() {}); err != nil || !wrote {
+		t.Fatalf("a write-back with nothing in between: wrote %v, %v", wrote, err)
+	}
+	if rep, err := checkpoint.Doctor(ctx, fresh, checkpoint.DoctorOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("doctor after the write-back: %+v, %v", rep, err)
+	}
+}

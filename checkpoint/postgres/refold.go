@@ -31,22 +31,7 @@ func (s *Store) refoldStale(ctx context.Context, sums []session.Summary) error {
 	if s.readOnly {
 		return checkpoint.Refold(ctx, s, sums)
 	}
-	for i := range sums {
-		if !checkpoint.Stale(&sums[i]) {
-			continue
-		}
-		if err := session.CheckFold(&sums[i]); err != nil {
-			return fmt.Errorf("the summary of session %s: %w", sums[i].ID, err)
-		}
-		sum, ok, err := s.refoldOne(ctx, sums[i].ID)
-		switch {
-		case err != nil:
-			return fmt.Errorf("recompute the summary of %s from its log: %w", sums[i].ID, err)
-		case ok:
-			sums[i] = sum
-		}
-	}
-	return nil
+	return checkpoint.RefoldWith(ctx, sums, s.refoldOne)
 }
 
 // writeBackSQL stores a recomputed summary only over the row it was
@@ -67,11 +52,34 @@ func (s *Store) refoldOne(ctx context.Context, id string) (_ session.Summary, ok
 		return session.Summary{}, false, err
 	}
 	defer s.leave()
+	r, err := s.readRefold(ctx, id)
+	if err != nil || r == nil {
+		return session.Summary{}, false, err
+	}
+	if !r.write {
+		return r.fold, true, nil
+	}
+	_, err = s.writeRefold(ctx, r)
+	return r.fold, err == nil, err
+}
+
+// refoldRead is what readRefold read for a write-back.
+type refoldRead struct {
+	id     string
+	gen    int64
+	stored []byte // the row's entry as read
+	fold   session.Summary
+	write  bool // the row holds an older fold's summary
+}
+
+// readRefold reads and folds session id in one snapshot; nil when the
+// session is gone.
+func (s *Store) readRefold(ctx context.Context, id string) (*refoldRead, error) {
 	var l *doctorLog
-	var gen int64
+	r := &refoldRead{id: id}
 	err := s.retrySafe(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, `SELECT generation FROM sessions WHERE id = $1`, id).Scan(&gen); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT generation FROM sessions WHERE id = $1`, id).Scan(&r.gen); err != nil {
 				return err
 			}
 			var err error
@@ -81,35 +89,42 @@ func (s *Store) refoldOne(ctx context.Context, id string) (_ session.Summary, ok
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return session.Summary{}, false, nil
+		return nil, nil
 	case err != nil:
-		return session.Summary{}, false, s.fail("refold "+id, err)
+		return nil, s.fail("refold "+id, err)
 	case l.badSeq != 0 || len(l.good) == 0:
 		// Read words the damage as every read does.
 		one := []session.Summary{{ID: id}}
 		if err := checkpoint.Refold(ctx, s, one); err != nil {
-			return session.Summary{}, false, err
+			return nil, err
 		}
-		return one[0], true, nil
+		r.fold = one[0]
+		return r, nil
 	}
-	fold := session.Summarize(id, l.good)
-	if l.fold == session.FoldVersion {
-		return fold, true, nil // written back meanwhile
-	}
-	tag, err := s.pool.Exec(ctx, writeBackSQL, id, gen, fold.Head, l.stored, entry.Encode(&fold),
-		fold.Namespace, fold.Kind, fold.Messages, string(fold.Status), fold.Created, fold.Updated)
+	r.stored, r.fold = l.stored, session.Summarize(id, l.good)
+	r.write = !l.decoded || l.fold != session.FoldVersion // else written back meanwhile
+	return r, nil
+}
+
+// writeRefold stores r's fold over the row it was read from, if the row is
+// still as read (writeBackSQL), and reports whether it was.
+func (s *Store) writeRefold(ctx context.Context, r *refoldRead) (bool, error) {
+	f := &r.fold
+	tag, err := s.pool.Exec(ctx, writeBackSQL, r.id, r.gen, f.Head, r.stored, entry.Encode(f),
+		f.Namespace, f.Kind, f.Messages, string(f.Status), f.Created, f.Updated)
 	if err != nil {
-		return session.Summary{}, false, s.fail("write back the summary of "+id, err)
+		return false, s.fail("write back the summary of "+r.id, err)
 	}
-	if tag.RowsAffected() == 1 {
-		s.cacheMu.Lock()
-		if st, ok := s.cache[id]; ok && st.gen == gen && st.sum.Head == fold.Head {
-			st.sum = fold
-			s.cache[id] = st
-		}
-		s.cacheMu.Unlock()
+	if tag.RowsAffected() != 1 {
+		return false, nil
 	}
-	return fold, true, nil
+	s.cacheMu.Lock()
+	if st, ok := s.cache[r.id]; ok && st.gen == r.gen && st.sum.Head == f.Head {
+		st.sum = *f
+		s.cache[r.id] = st
+	}
+	s.cacheMu.Unlock()
+	return true, nil
 }
 
 // entryError words the failure to decode the stored summary of session id
