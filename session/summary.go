@@ -99,7 +99,11 @@ func (s *Summary) Apply(e Event) {
 		f.ok = e.Decode(&p) == nil
 		f.callIDs, f.tokens = p.CallIDs, p.Tokens
 	case TypeJobStarted:
-		f.ok = e.Decode(&f.jobStart) == nil
+		// Decoded into a variable of its own: a pointer into f given to
+		// Decode would move f, the whole of it, to the heap on every call.
+		var p JobStarted
+		f.ok = e.Decode(&p) == nil
+		f.jobStart = p
 	case TypeJobFinished:
 		var p JobFinished
 		f.ok = e.Decode(&p) == nil
