@@ -223,6 +223,9 @@ func New(opts *Options) (*Agent, error) {
 			return nil, fmt.Errorf("task list: %w", err)
 		}
 	}
+	if err := checkTools(o.Tools); err != nil {
+		return nil, err
+	}
 	root, err := tool.OpenRoot(o.Workdir, o.AllowPaths...)
 	if err != nil {
 		return nil, err

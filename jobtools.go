@@ -1,6 +1,9 @@
 package liteagent
 
 import (
+	"fmt"
+	"reflect"
+
 	"github.com/lite-agent/lite-agent/tool"
 	"github.com/lite-agent/lite-agent/tool/builtin"
 	"github.com/lite-agent/lite-agent/tool/todo"
@@ -38,4 +41,23 @@ func (s *Session) withSessionTools(in []tool.Tool) []tool.Tool {
 		out = append(out, askUser{s})
 	}
 	return out
+}
+
+// checkTools refuses what New cannot make a tool of: a nil entry (a nil
+// interface, or a nil pointer such as a (*builtin.Bash)(nil), whose methods
+// would panic mid-turn or when the session hands it its job starter), and
+// a tool without a name.
+func checkTools(tools []tool.Tool) error {
+	for i, t := range tools {
+		if t == nil {
+			return fmt.Errorf("Options.Tools[%d] is nil: give a tool, or leave Tools nil for the built-in tools", i)
+		}
+		if v := reflect.ValueOf(t); v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("Options.Tools[%d] is a nil %T: give a tool value (such as builtin.Bash{}), not a nil pointer", i, t)
+		}
+		if t.Spec().Name == "" {
+			return fmt.Errorf("Options.Tools[%d] (%T) has no name: its Spec must name it", i, t)
+		}
+	}
+	return nil
 }

@@ -210,6 +210,9 @@ func CheckLog(ctx context.Context, c Checkpointer, stored session.Summary) ([]Pr
 // checkLogOnce is one pass of CheckLog; stale says whether the fold
 // differed from stored.
 func checkLogOnce(ctx context.Context, c Checkpointer, stored session.Summary) (_ []Problem, _ int64, stale bool, _ error) {
+	if err := session.CheckFold(&stored); err != nil {
+		return nil, 0, false, fmt.Errorf("doctor: the summary of session %s was %w", stored.ID, err)
+	}
 	var out []Problem
 	fold := session.Summary{ID: stored.ID}
 	var n int64
@@ -234,6 +237,11 @@ func checkLogOnce(ctx context.Context, c Checkpointer, stored session.Summary) (
 				Fix:    "replay skips it; nothing to do unless the session misbehaves"})
 		}
 		fold.Apply(e)
+	}
+	if Stale(&stored) {
+		// Not a summary gone wrong: one an older fold computed, which
+		// reads recompute.
+		return append(out, OldFoldProblem(stored.ID, stored.Fold, false)), n, false, nil
 	}
 	if !bytes.Equal(entry.Encode(&stored), entry.Encode(&fold)) {
 		out = append(out, Problem{Session: stored.ID, Kind: ProblemSummaryStale,

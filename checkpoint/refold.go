@@ -8,6 +8,13 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
+// ErrNewer is session.ErrNewer: what a store holds was written by a newer
+// lite-agent (a summary entry, index or log format, or a fold version,
+// that this build does not know). Stores return it, as a
+// *session.NewerError naming the version, instead of reading such data as
+// damage, and change nothing: a newer build reads it.
+var ErrNewer = session.ErrNewer
+
 // Stale reports whether a stored summary was folded by another version of
 // the fold than this code's (session.FoldVersion), so that it must not be
 // trusted: a change to the fold never leaves a listing wrong.
@@ -17,29 +24,44 @@ func Stale(s *session.Summary) bool { return s.Fold != session.FoldVersion }
 // from its log read through c. Stores call it on what List and Head read
 // (and write the result back where they can), so callers always get the
 // current fold. A log deleted meanwhile keeps the summary read; a log that
-// does not read back whole is an error (a *CorruptError for damage).
+// does not read back whole is an error (a *CorruptError for damage). A
+// summary of a newer fold version is not recomputed (this build's fold
+// would lose what the newer one computes): it is an ErrNewer error.
 func Refold(ctx context.Context, c Checkpointer, sums []session.Summary) error {
+	return RefoldWith(ctx, sums, func(ctx context.Context, id string) (session.Summary, bool, error) {
+		fold := session.Summary{ID: id}
+		for e, err := range c.Read(ctx, id, 1) {
+			if errors.Is(err, ErrNotFound) {
+				return fold, false, nil
+			}
+			if err != nil {
+				return fold, false, err
+			}
+			fold.Apply(e)
+		}
+		return fold, true, nil
+	})
+}
+
+// RefoldWith is Refold with a store's own recompute of one session, fold,
+// which may also store what it computes: ok false (the session is gone)
+// keeps the summary read.
+func RefoldWith(ctx context.Context, sums []session.Summary, fold func(ctx context.Context, id string) (_ session.Summary, ok bool, _ error)) error {
 	for i := range sums {
 		if !Stale(&sums[i]) {
 			continue
 		}
 		id := sums[i].ID
-		fold := session.Summary{ID: id}
-		var err error
-		for e, rerr := range c.Read(ctx, id, 1) {
-			if rerr != nil {
-				err = rerr
-				break
-			}
-			fold.Apply(e)
+		if err := session.CheckFold(&sums[i]); err != nil {
+			return fmt.Errorf("the summary of session %s: %w", id, err)
 		}
+		sum, ok, err := fold(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
-			continue
 		case err != nil:
 			return fmt.Errorf("recompute the summary of %s from its log: %w", id, err)
+		case ok:
+			sums[i] = sum
 		}
-		sums[i] = fold
 	}
 	return nil
 }

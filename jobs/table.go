@@ -16,10 +16,6 @@
 // and, for the jobs the model has not seen end, may run a completion turn
 // with CompletionPrompt. Shut refuses new jobs and stops the running ones;
 // Close waits for the table's goroutines.
-//
-// Options.Observer, when set, is told before each job's process starts and
-// after its process group is gone, with the job's id, session and workdir:
-// the hook for recording what a job changed in the workspace.
 package jobs
 
 import (
@@ -63,28 +59,12 @@ type Owner interface {
 	JobsEnded(ctx context.Context, js []*Job) error
 }
 
-// Observer is told when a job's process starts and ends. Both methods may
-// be called from several goroutines at once, for different jobs.
-type Observer interface {
-	// JobStarting is called before j's process starts: its ID, Session,
-	// CallID, Command and Workdir are set, its PID is 0. An error refuses
-	// the job: it does not start, and Start returns the error.
-	JobStarting(ctx context.Context, j *Job) error
-	// JobEnded is called once j's process group is gone, before its end
-	// goes to its owner.
-	JobEnded(j *Job)
-}
-
-// Options adjusts New. Nil means defaults.
-type Options struct {
-	// Observer, if set, is told when each job starts and ends.
-	Observer Observer
-}
+// Options adjusts New. Nil means defaults; there are none to adjust yet.
+type Options struct{}
 
 // Table holds the background jobs of an agent, running and recently ended,
 // across its sessions. Its methods are safe for concurrent use.
 type Table struct {
-	opts Options
 	ctx  context.Context // ends at Shut
 	shut context.CancelFunc
 
@@ -102,9 +82,6 @@ type Table struct {
 // New returns an empty table.
 func New(opts *Options) *Table {
 	t := &Table{last: map[string]int{}, wake: make(chan struct{}, 1)}
-	if opts != nil {
-		t.opts = *opts
-	}
 	t.ctx, t.shut = context.WithCancel(context.Background())
 	return t
 }
@@ -124,8 +101,7 @@ func (t *Table) For(owner Owner) *Starter { return &Starter{t: t, owner: owner} 
 // job's id and process group id. It writes nothing to the session's log:
 // the owner records the start when the call returns (Table.StartedBy). ctx
 // is the call's; it does not stop the job once started. It fails with
-// ErrClosed once the table is shut, with the Observer's error, or when the
-// process cannot start.
+// ErrClosed once the table is shut, or when the process cannot start.
 func (s *Starter) StartJob(ctx context.Context, call tool.Call, c shell.Command, timeout, grace time.Duration) (string, int, error) {
 	t, o := s.t, s.owner
 	sid := o.SessionID()
@@ -139,14 +115,8 @@ func (s *Starter) StartJob(ctx context.Context, call tool.Call, c shell.Command,
 	t.mu.Unlock()
 	j := &Job{id: fmt.Sprintf("j%d", n), session: sid, owner: o, callID: call.ID, command: c.Line, goal: o.Goal(), workdir: c.Dir,
 		out: &tailBuffer{max: outputCap}, stop: make(chan struct{}), done: make(chan struct{}), state: State{Running: true, ExitCode: -1}}
-	if ob := t.opts.Observer; ob != nil {
-		if err := ob.JobStarting(ctx, j); err != nil {
-			return "", 0, err
-		}
-	}
 	p, err := shell.Start(c, j.out)
 	if err != nil {
-		t.observeEnd(j)
 		return "", 0, err
 	}
 	j.pid, j.started = p.PID(), time.Now()
@@ -155,7 +125,6 @@ func (s *Starter) StartJob(ctx context.Context, call tool.Call, c shell.Command,
 		t.mu.Unlock()
 		j.Stop("background jobs are shut down")
 		j.supervise(p, 0, grace)
-		t.observeEnd(j)
 		return "", 0, ErrClosed
 	}
 	t.all = append(t.all, j)
@@ -169,7 +138,6 @@ func (s *Starter) StartJob(ctx context.Context, call tool.Call, c shell.Command,
 	go func() {
 		defer t.wg.Done()
 		j.supervise(p, timeout, grace)
-		t.observeEnd(j)
 		t.mu.Lock()
 		t.pending = append(t.pending, j)
 		t.mu.Unlock()
@@ -179,12 +147,6 @@ func (s *Starter) StartJob(ctx context.Context, call tool.Call, c shell.Command,
 		}
 	}()
 	return j.id, j.pid, nil
-}
-
-func (t *Table) observeEnd(j *Job) {
-	if ob := t.opts.Observer; ob != nil {
-		ob.JobEnded(j)
-	}
 }
 
 // Tools returns the job_output and job_stop tools over the owner's jobs.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,41 +49,6 @@ func (o *owner) JobsEnded(ctx context.Context, js []*jobs.Job) error {
 	return nil
 }
 
-// observer records what it is told, and refuses commands containing
-// "refuse".
-type observer struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (ob *observer) JobStarting(ctx context.Context, j *jobs.Job) error {
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	ob.events = append(ob.events, "starting "+j.Session()+"/"+j.ID()+" in "+j.Workdir()+" pid "+itoa(j.PID()))
-	if strings.Contains(j.Command(), "refuse") {
-		return errors.New("the observer refused it")
-	}
-	return nil
-}
-
-func (ob *observer) JobEnded(j *jobs.Job) {
-	select {
-	case <-j.Done():
-	default:
-		panic("JobEnded before the job was done")
-	}
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	ob.events = append(ob.events, "ended "+j.Session()+"/"+j.ID()+" "+jobs.Outcome(j.State()))
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	return "set"
-}
-
 func start(t testing.TB, s *jobs.Starter, dir, line string) (string, error) {
 	t.Helper()
 	id, _, err := s.StartJob(t.Context(), tool.Call{ID: "c1"}, shell.Command{Line: line, Dir: dir, Env: os.Environ()}, 0, 200*time.Millisecond)
@@ -92,14 +56,12 @@ func start(t testing.TB, s *jobs.Starter, dir, line string) (string, error) {
 }
 
 // TestTableLifecycle starts jobs for two sessions through a real table:
-// ids continue after the log's count, the observer hears of each start
-// (before the process: no pid yet) and end, ends reach their own owner
-// once logged, a job the model saw end is not told again, and Wait
+// ids continue after the log's count, ends reach their own owner once
+// logged, a job the model saw end is not told again, and Wait
 // returns once everything was dealt with.
 func TestTableLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	ob := &observer{}
-	tab := jobs.New(&jobs.Options{Observer: ob})
+	tab := jobs.New(nil)
 	defer tab.Close()
 	a := &owner{sid: "s1", started: 2, t: tab}
 	b := &owner{sid: "s2", t: tab}
@@ -118,9 +80,6 @@ func TestTableLifecycle(t *testing.T) {
 	idb, err := start(t, sb, dir, "exit 3")
 	if err != nil || idb != "j1" {
 		t.Fatalf("first job of s2 = %q, %v; want j1", idb, err)
-	}
-	if _, err := start(t, sa, dir, "refuse me"); err == nil || !strings.Contains(err.Error(), "observer refused") {
-		t.Fatalf("a refused start = %v", err)
 	}
 	if got := tab.StartedBy("s1", "c1"); len(got) != 2 {
 		t.Fatalf("StartedBy(s1) = %d jobs, want 2", len(got))
@@ -162,18 +121,6 @@ func TestTableLifecycle(t *testing.T) {
 		t.Errorf("s2/j1 state %+v", st)
 	}
 
-	ob.mu.Lock()
-	events := slices.Clone(ob.events)
-	ob.mu.Unlock()
-	for _, want := range []string{"starting s1/j3 in " + dir + " pid 0", "ended s1/j3 exit code 0", "starting s1/j4 in " + dir + " pid 0",
-		"ended s2/j1 exit code 3", "starting s1/j5 in " + dir + " pid 0"} {
-		if !slices.Contains(events, want) {
-			t.Errorf("observer events %q lack %q", events, want)
-		}
-	}
-	if slices.Contains(events, "ended s1/j5 exit code 0") {
-		t.Errorf("the observer heard a refused job end: %q", events)
-	}
 	if tab.Running("s1", "j3") || tab.Running("s2", "j1") {
 		t.Error("a job dealt with still counts as running")
 	}

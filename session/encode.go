@@ -44,14 +44,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes a versioned envelope. An envelope of a newer format
-// version than this build knows is an error that says to upgrade.
+// version than this build knows is a *NewerError (ErrNewer): upgrade.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var env envelope
 	if err := json.Unmarshal(b, &env); err != nil {
 		return fmt.Errorf("decode event: %w", err)
 	}
 	if env.V > Version {
-		return fmt.Errorf("decode event %d: format version %d is newer than this build's %d; upgrade lite-agent to read this log", env.Seq, env.V, Version)
+		return fmt.Errorf("decode event %d: %w", env.Seq, &NewerError{Format: "event envelope version", Version: env.V, Known: Version})
 	}
 	*e = Event{Seq: env.Seq, Type: env.Type, Time: env.Time.UTC(), Data: env.Data}
 	return nil

@@ -146,8 +146,9 @@ func (s *State) Apply(e Event) {
 		}
 		s.started[p.CallID] = true
 	case TypeJobStarted:
-		f := facts{}
-		f.ok = e.Decode(&f.jobStart) == nil
+		var p JobStarted
+		ok := e.Decode(&p) == nil
+		f := facts{ok: ok, jobStart: p}
 		s.applyHazard(e, &f)
 		if f.ok {
 			s.jobsStarted++

@@ -46,8 +46,10 @@ type Summary struct {
 	// their count. It is the projection of State's hazards (Hazard.Key).
 	Open []string `json:"open,omitempty"`
 	// Fold is the FoldVersion of the code that folded the summary from the
-	// log's first event; 0 for a log folded from its middle. A store that reads a summary whose Fold is
-	// not FoldVersion recomputes it from the log (see checkpoint.Refold).
+	// log's first event; 0 for a log folded from its middle. A store that
+	// reads a summary of an older Fold recomputes it from the log (see
+	// checkpoint.Refold); one of a newer Fold is an ErrNewer error
+	// (CheckFold).
 	Fold int `json:"fold,omitempty"`
 }
 
@@ -97,7 +99,11 @@ func (s *Summary) Apply(e Event) {
 		f.ok = e.Decode(&p) == nil
 		f.callIDs, f.tokens = p.CallIDs, p.Tokens
 	case TypeJobStarted:
-		f.ok = e.Decode(&f.jobStart) == nil
+		// Decoded into a variable of its own: a pointer into f given to
+		// Decode would move f, the whole of it, to the heap on every call.
+		var p JobStarted
+		f.ok = e.Decode(&p) == nil
+		f.jobStart = p
 	case TypeJobFinished:
 		var p JobFinished
 		f.ok = e.Decode(&p) == nil

@@ -69,9 +69,9 @@ type Backend struct {
 	Damage func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, d Damage, seq int64)
 	// StoreSummary, when set, replaces the stored summary of session id
 	// with s, behind the store's back, in the store c opened at loc (still
-	// open), as an older version of lite-agent would have left it: the
-	// suite stamps s with an older fold version. The OldFoldVersion check
-	// is skipped without it.
+	// open), as another version of lite-agent would have left it: the
+	// suite stamps s with an older or a newer fold version. The
+	// OldFoldVersion and NewerFoldVersion checks are skipped without it.
 	StoreSummary func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, s session.Summary)
 }
 
@@ -115,6 +115,9 @@ var subtests = []subtest{
 	{name: "DoctorDuringWrites", persistent: true, run: testDoctorDuringWrites},
 	{name: "Damage", run: testDamage},
 	{name: "OldFoldVersion", run: testOldFoldVersion},
+	{name: "NewerFoldVersion", run: testNewerFoldVersion},
+	{name: "DoctorOldFold", run: testDoctorOldFold},
+	{name: "OldFoldDuringWrites", run: testOldFoldDuringWrites},
 	{name: "Search", run: testSearch},
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},

@@ -156,25 +156,20 @@ func (h *handle) commit(batch []*appendReq) {
 		head += int64(len(r.events))
 		r.head = head
 	}
-	if len(accepted) == 0 && h.reported {
+	if len(accepted) == 0 {
+		// Nothing to add, but the index may not know this state.
+		h.report(live[0].ctx) // if it fails, the next writer reports it
 		return
 	}
 	n := h.s.ns(h.folder)
-	defer n.maybeCompact(accepted0ctx(accepted, live))
-	if err := n.acquireShared(accepted0ctx(accepted, live)); err != nil {
+	defer n.maybeCompact(accepted[0].ctx)
+	if err := n.acquireShared(accepted[0].ctx); err != nil {
 		for _, r := range accepted {
 			r.err = fmt.Errorf("append %s: %w", h.id, err)
 		}
 		return
 	}
 	defer n.releaseShared()
-	if len(accepted) == 0 {
-		// Nothing to add, but the index did not know this state.
-		if n.write(indexRecord{kind: recSummary, id: h.id, st: h.st}) == nil {
-			h.reported = true
-		}
-		return
-	}
 	if err := n.write(indexRecord{kind: recIntent, id: h.id}); err != nil {
 		for _, r := range accepted {
 			r.err = fmt.Errorf("append %s: %w", h.id, err)
@@ -217,13 +212,6 @@ func (n *nsIndex) maybeCompact(ctx context.Context) {
 	if err == nil && ok && size > 1<<20 && size > 4*n.baseSize.Load() {
 		n.ensure(ctx) // best effort: a failure here is retried next time
 	}
-}
-
-func accepted0ctx(accepted, live []*appendReq) context.Context {
-	if len(accepted) > 0 {
-		return accepted[0].ctx
-	}
-	return live[0].ctx
 }
 
 // writeFrame writes the events of reqs as one frame after the log's end and

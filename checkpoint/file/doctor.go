@@ -100,7 +100,7 @@ func (s *Store) checkFolder(ctx context.Context, folder string, repair bool) ([]
 					}
 				}
 				fix = true
-			case checkpoint.ProblemSummaryStale:
+			case checkpoint.ProblemSummaryStale, checkpoint.ProblemSummaryOld:
 				found[i].Repaired, fix = repair, true
 			}
 		}

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/lite-agent/lite-agent/session"
@@ -16,6 +17,9 @@ func StoreSummary(s *Store, id string, sum session.Summary) error {
 		return fmt.Errorf("no session %s: %v", id, err)
 	}
 	n := s.ns(folder)
+	if err := n.ensure(context.Background()); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	e := n.entries[id]
 	if e == nil || !e.has {

@@ -17,7 +17,8 @@ import (
 const (
 	// logMagic opens every session log: 14 bytes of name and a 2-byte
 	// big-endian format version.
-	logMagic = "LITEAGENT-LOG\n\x00\x01"
+	logMagic  = "LITEAGENT-LOG\n\x00\x01"
+	logFormat = 1
 	// logHeaderLen is the size of the file header that precedes the frames.
 	logHeaderLen = int64(len(logMagic))
 
@@ -351,8 +352,10 @@ func checkLogHeader(r io.ReaderAt, path string, size int64) (torn bool, err erro
 	} else if allZero(b) && size == logHeaderLen {
 		return true, nil
 	}
-	if bytes.HasPrefix(b, []byte("LITEAGENT-LOG\n")) {
-		return false, fmt.Errorf("%w: %s was written by a newer version of lite-agent (format %x); upgrade to read it", ErrCorrupt, path, b[14:])
+	if name := len(logMagic) - 2; n == logHeaderLen && string(b[:name]) == logMagic[:name] {
+		if v := int(binary.BigEndian.Uint16(b[name:])); v > logFormat {
+			return false, fmt.Errorf("%s was %w", path, &session.NewerError{Format: "log format", Version: v, Known: logFormat})
+		}
 	}
 	return false, fmt.Errorf("%w: %s is not a lite-agent session log (bad file header); move it out of the store directory", ErrCorrupt, path)
 }

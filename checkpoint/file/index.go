@@ -25,8 +25,12 @@ const (
 	indexLockName = "index.lock"
 	indexTmpName  = "index.tmp"
 	// indexMagic opens every index file: 14 bytes of name and a 2-byte
-	// big-endian format version.
-	indexMagic = "LITEAGENT-IDX\n\x00\x01"
+	// big-endian format version (indexFormat). A build that changes the
+	// records' layout must write a higher version: this one refuses an
+	// index of a version above its own (ErrNewer) instead of taking it for
+	// damage and rebuilding it in the old format.
+	indexMagic  = "LITEAGENT-IDX\n\x00\x01"
+	indexFormat = 1
 	// recordHeaderLen: CRC32C and length before each record's payload.
 	recordHeaderLen = 8
 	// maxRecordLen bounds a sane record (a summary with its open calls).
@@ -76,9 +80,10 @@ type nsIndex struct {
 	fid      fileID
 	off      int64 // bytes applied
 	loaded   bool
-	stale    bool // entries may disagree with the logs: verify before trusting
-	damaged  bool // the file is missing or damaged: rewrite it (unless read-only)
-	verified bool // entries were checked against the logs in memory
+	stale    bool  // entries may disagree with the logs: verify before trusting
+	damaged  bool  // the file is missing or damaged: rewrite it (unless read-only)
+	newer    error // a newer lite-agent wrote the file (wraps a *session.NewerError): neither read on nor written
+	verified bool  // entries were checked against the logs in memory
 	entries  map[string]*entry
 	npending int // entries with pending set
 	records  int // records applied since the file was loaded
@@ -208,6 +213,9 @@ func (n *nsIndex) write(recs ...indexRecord) error {
 				n.recheck.Store(false)
 			}
 		}
+		if n.newer != nil {
+			return n.newer // never a record of this build's in a newer index
+		}
 		if n.loaded && !n.recheck.Load() {
 			_, err := n.f.Write(b)
 			if err != nil {
@@ -240,8 +248,17 @@ func (n *nsIndex) write(recs ...indexRecord) error {
 }
 
 // refreshLocked applies the records appended since the last call, reloading
-// the file if it was replaced. It never blocks on a lock.
+// the file if it was replaced. It never blocks on a lock. An index a newer
+// lite-agent wrote is an ErrNewer error until it is replaced.
 func (n *nsIndex) refreshLocked() error {
+	if err := n.refreshFile(); err != nil {
+		return err
+	}
+	return n.newer
+}
+
+// refreshFile is refreshLocked before the check for a newer index.
+func (n *nsIndex) refreshFile() error {
 	id, size, ok, err := statID(n.path)
 	if err != nil {
 		return fmt.Errorf("read index %s: %w", n.path, err)
@@ -285,7 +302,7 @@ func (n *nsIndex) loadLocked() error {
 		n.f.Close()
 		n.f = nil
 	}
-	n.loaded, n.verified, n.stale, n.damaged = false, false, false, false
+	n.loaded, n.verified, n.stale, n.damaged, n.newer = false, false, false, false, nil
 	n.entries, n.npending, n.records, n.dirty, n.off = map[string]*entry{}, 0, 0, true, 0
 	flag := os.O_RDWR | os.O_APPEND
 	if n.s.readOnly {
@@ -310,6 +327,11 @@ func (n *nsIndex) loadLocked() error {
 	if _, err := f.ReadAt(hb, 0); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read index %s: %w", n.path, err)
 	}
+	if v, ok := newerIndex(hb); ok {
+		n.newer = fmt.Errorf("the index %s was %w", n.path, &session.NewerError{Format: "index format", Version: v, Known: indexFormat})
+		n.off = size
+		return nil
+	}
 	if len(hb) < len(indexMagic) || string(hb[:len(indexMagic)]) != indexMagic {
 		n.stale, n.damaged, n.off = true, true, size // damaged or foreign: rebuilt from the logs
 		return nil
@@ -322,6 +344,17 @@ func (n *nsIndex) loadLocked() error {
 	n.off = int64(len(indexMagic) + used)
 	n.stale = rec.id == "" || rec.id != n.s.boot
 	return nil
+}
+
+// newerIndex reports whether b, the start of an index file, names an index
+// format newer than indexFormat, and which.
+func newerIndex(b []byte) (int, bool) {
+	name := len(indexMagic) - 2
+	if len(b) < len(indexMagic) || string(b[:name]) != indexMagic[:name] {
+		return 0, false
+	}
+	v := int(binary.BigEndian.Uint16(b[name:]))
+	return v, v > indexFormat
 }
 
 // nextRecord decodes the first record of b. ok is false when b does not
@@ -381,6 +414,10 @@ func (n *nsIndex) apply(rec indexRecord) {
 		n.mark(e, true)
 		e.gen++
 	case recSummary:
+		if err := session.CheckFold(&rec.st.sum); err != nil {
+			n.newer = fmt.Errorf("the summary of session %s in the index %s was %w", rec.id, n.path, err)
+			return
+		}
 		if e == nil {
 			e = &entry{id: rec.id}
 			n.entries[rec.id] = e

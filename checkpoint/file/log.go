@@ -288,7 +288,28 @@ func (h *handle) load(ctx context.Context, size int64) error {
 		size = tornAt
 	}
 	h.st, h.size, h.loaded = st, size, true
-	h.reported = known && base.tok == st.tok
+	// A summary of an older fold was folded again: the index needs the new
+	// one even when the log did not move.
+	h.reported = known && base.tok == st.tok && !checkpoint.Stale(&base.sum)
+	return nil
+}
+
+// report records h.st in the index unless the index knows it already. The
+// caller holds h.mu and the log's lock, so no writer can report a later
+// state before it.
+func (h *handle) report(ctx context.Context) error {
+	if h.reported {
+		return nil
+	}
+	n := h.s.ns(h.folder)
+	if err := n.acquireShared(ctx); err != nil {
+		return err
+	}
+	defer n.releaseShared()
+	if err := n.write(indexRecord{kind: recSummary, id: h.id, st: h.st}); err != nil {
+		return err
+	}
+	h.reported = true
 	return nil
 }
 

@@ -206,6 +206,10 @@ func (s *Store) checkFormat() error {
 	case string(b) == formatContent:
 		return nil
 	case strings.HasPrefix(string(b), "lite-agent file store\n"):
+		var v int
+		if _, err := fmt.Sscanf(string(b), "lite-agent file store\nformat %d\n", &v); err == nil && v > 1 {
+			return fmt.Errorf("open file store %s: %s says it was %w", s.root, p, &session.NewerError{Format: "store format", Version: v, Known: 1})
+		}
 		return fmt.Errorf("open file store %s: written by a newer lite-agent (%s says %q); upgrade lite-agent to use it", s.root, p, strings.TrimSpace(string(b)))
 	default:
 		return fmt.Errorf("open file store %s: %s is not a lite-agent store marker; choose an empty directory for sessions", s.root, p)

@@ -58,6 +58,9 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 	l := s.sessions[id]
 	var head int64
 	if l != nil {
+		if err := session.CheckFold(&l.summary); err != nil {
+			return 0, fmt.Errorf("append %s: the stored summary was %w", id, err)
+		}
 		head = l.summary.Head
 	}
 	if head != expectedHead {

@@ -24,6 +24,9 @@ type state struct {
 	sum    session.Summary
 	gen    int64 // generation: new on creation and on every truncation
 	etag   int64 // new on every write
+	// newer is set when a newer lite-agent wrote the row (sum is zero): the
+	// appends to it fail alone, and the state is never cached.
+	newer error
 }
 
 // appendReq is one Append waiting for a group commit.
@@ -293,9 +296,11 @@ func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state,
 			rows.Close()
 			return nil, err
 		}
-		if err := entry.DecodeInto(string(raw), &st.sum); err != nil {
+		if err := entry.DecodeInto(string(raw), &st.sum); errors.Is(err, session.ErrNewer) {
+			st.newer = entryError(id, err)
+		} else if err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("decode the summary of session %s: %w", id, err)
+			return nil, entryError(id, err)
 		}
 		out[id] = st
 	}
@@ -314,7 +319,7 @@ func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state,
 
 // remember caches st for id; cacheMu must be held.
 func (s *Store) remember(id string, st state) {
-	if !st.exists {
+	if !st.exists || st.newer != nil {
 		delete(s.cache, id)
 		return
 	}
@@ -384,6 +389,21 @@ func (s *Store) round(ctx context.Context, pending []*appendReq, solo bool) erro
 			continue
 		}
 		st := states[r.id]
+		if st.newer != nil {
+			r.done, r.err = true, st.newer
+			continue
+		}
+		if st.exists && checkpoint.Stale(&st.sum) {
+			// An older fold's summary is never folded further: store the
+			// fold of the log first (refold.go), then go on from it.
+			if _, _, err := s.refoldOne(ctx, r.id); err != nil {
+				r.done, r.err = true, err
+				continue
+			}
+			blocked[r.id] = true
+			s.forget(r.id)
+			continue
+		}
 		head := int64(0)
 		if st.exists {
 			head = st.sum.Head

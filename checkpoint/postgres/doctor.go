@@ -60,6 +60,8 @@ const (
 type doctorLog struct {
 	id      string
 	stored  []byte          // the row's entry; nil: no row
+	fold    int             // the fold version of the row's entry, if decoded
+	decoded bool            // the row's entry decodes
 	good    []session.Event // the events that verify, from seq 1
 	badSeq  int64           // the first seq that does not; 0 if none
 	reason  string
@@ -151,9 +153,16 @@ func readLog(ctx context.Context, tx pgx.Tx, id string, index bool) (*doctorLog,
 		return nil, err
 	}
 	head := int64(-1)
-	var stored session.Summary
-	if l.stored != nil && entry.DecodeInto(string(l.stored), &stored) == nil {
-		head = stored.Head
+	if l.stored != nil {
+		var stored session.Summary
+		err := entry.DecodeInto(string(l.stored), &stored)
+		switch {
+		case errors.Is(err, session.ErrNewer):
+			// Not damage: nothing to report or rebuild with this build.
+			return nil, entryError(id, err)
+		case err == nil:
+			head, l.fold, l.decoded = stored.Head, stored.Fold, true
+		}
 	}
 	rows, err := tx.Query(ctx, doctorEventsSQL, id)
 	if err != nil {
@@ -236,6 +245,9 @@ func (s *Store) judge(l *doctorLog, rebuilding bool) ([]checkpoint.Problem, bool
 		out = append(out, checkpoint.Problem{Session: l.id, Kind: checkpoint.ProblemSummaryLost,
 			Detail: fmt.Sprintf("session %s has %d events but no row in the sessions table, so it is not listed", l.id, len(l.good)+l.badRows),
 			Fix:    "run --doctor --repair to rebuild the row from the log"})
+		fix = true
+	case l.badSeq == 0 && l.decoded && l.fold < session.FoldVersion:
+		out = append(out, checkpoint.OldFoldProblem(l.id, l.fold, false))
 		fix = true
 	case !bytes.Equal(l.stored, entry.Encode(&fold)) && l.badSeq == 0:
 		out = append(out, checkpoint.Problem{Session: l.id, Kind: checkpoint.ProblemSummaryStale,

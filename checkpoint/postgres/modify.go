@@ -78,7 +78,7 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 				return err
 			}
 			if err := entry.DecodeInto(string(raw), &cur.sum); err != nil {
-				return fmt.Errorf("decode the stored summary: %w", err)
+				return entryError(id, err)
 			}
 			cur.exists = true
 			head = cur.sum.Head

@@ -192,7 +192,7 @@ func (s *Store) head(ctx context.Context, id string) (session.Summary, error) {
 	}
 	var sum session.Summary
 	if err := entry.DecodeInto(string(raw), &sum); err != nil {
-		return session.Summary{}, fmt.Errorf("head %s: decode the stored summary: %w", id, err)
+		return session.Summary{}, fmt.Errorf("head %s: %w", id, entryError(id, err))
 	}
 	return sum, nil
 }
@@ -250,7 +250,7 @@ func (s *Store) list(ctx context.Context, namespace string, opts checkpoint.List
 			}
 			out = append(out, session.Summary{})
 			if err := entry.DecodeInto(string(raw), &out[len(out)-1]); err != nil {
-				return fmt.Errorf("decode a stored summary: %w", err)
+				return entryError("", err)
 			}
 		}
 		return rows.Err()

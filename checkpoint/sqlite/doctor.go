@@ -142,7 +142,12 @@ func (s *Store) readForDoctor(ctx context.Context, c *conn, n int64) (*doctorLog
 	}
 	if found {
 		l.id, l.storedE = asString(dest[0]), asString(dest[1])
-		if sum, err := entry.Decode(l.storedE); err == nil {
+		sum, err := entry.Decode(l.storedE)
+		switch {
+		case errors.Is(err, session.ErrNewer):
+			// Not damage: nothing to report or rebuild with this build.
+			return nil, fmt.Errorf("the summary of session %s in %s was %w", l.id, s.path, err)
+		case err == nil:
 			l.stored = &sum
 		}
 	}

@@ -396,7 +396,9 @@ func (s *Store) list(ctx context.Context, namespace string, opts checkpoint.List
 			return err
 		}
 		var err error
-		if out, err = entry.DecodeAll(asString(dest[0])); err != nil {
+		if out, err = entry.DecodeAll(asString(dest[0])); errors.Is(err, session.ErrNewer) {
+			return fmt.Errorf("a session summary in %s was %w", s.path, err)
+		} else if err != nil {
 			return fmt.Errorf("a session summary in %s is damaged (%w); restore the database from a backup", s.path, err)
 		}
 		return nil

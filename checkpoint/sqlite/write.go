@@ -270,6 +270,9 @@ func batchContext(reqs []*request) (context.Context, func()) {
 func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 	bg := context.Background()
 	sum, n, found, err := s.summary(bg, c, r.id)
+	if errors.Is(err, session.ErrNewer) {
+		return 0, err, nil // this request's alone: the batch goes on
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -374,6 +377,9 @@ func (s *Store) summary(ctx context.Context, c *conn, id string) (sum session.Su
 	}
 	n, _ = dest[0].(int64)
 	sum, err = entry.Decode(asString(dest[1]))
+	if errors.Is(err, session.ErrNewer) {
+		return session.Summary{}, 0, false, fmt.Errorf("the summary of session %s in %s was %w", id, s.path, err)
+	}
 	if err != nil {
 		return session.Summary{}, 0, false, fmt.Errorf("the summary of session %s in %s is damaged (%w); delete the session or restore the database from a backup", id, s.path, err)
 	}

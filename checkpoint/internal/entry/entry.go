@@ -27,7 +27,11 @@ import (
 //	host, at in unix microseconds, head, salvaged as 0 or 1).
 //
 // Version 1 entries have no fold version: they were written by fold
-// version 1 and decode with Fold 1. Entries delimit themselves, so a
+// version 1 and decode with Fold 1. An entry of a newer version than
+// Version, or of a newer fold version than session.FoldVersion, decodes to
+// a *session.NewerError (session.ErrNewer), never to ErrMalformed: the
+// version byte stays first in every future format, and a build that
+// changes the layout must bump it. Entries delimit themselves, so a
 // store can concatenate a whole listing into one value and decode it in
 // one pass (DecodeAll).
 const Version = 2
@@ -221,7 +225,12 @@ func DecodeAll(b string) ([]session.Summary, error) {
 func Next(b string, s *session.Summary) (rest string, _ error) {
 	r := entryReader{b: b}
 	v := r.byte()
-	if v != Version && v != 1 {
+	switch {
+	case v > Version:
+		// The version byte is the one thing every format keeps in place:
+		// a newer build's entry is never mistaken for damage.
+		return "", &session.NewerError{Format: "summary entry format", Version: int(v), Known: Version}
+	case v < 1:
 		return "", ErrMalformed
 	}
 	n := r.uvarint()
@@ -259,6 +268,10 @@ func Next(b string, s *session.Summary) (rest string, _ error) {
 	}
 	if v >= 2 {
 		s.Fold = int(r.varint())
+		if err := session.CheckFold(s); err != nil && r.err == nil {
+			*s = session.Summary{}
+			return "", err
+		}
 	} else {
 		s.Fold = 1 // entries of version 1 were written by fold version 1
 	}

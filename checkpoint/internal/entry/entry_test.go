@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func genSummary(t *rapid.T) session.Summary {
 	if len(s.Open) == 0 {
 		s.Open = nil
 	}
-	s.Fold = rapid.IntRange(0, 1<<20).Draw(t, "fold")
+	s.Fold = rapid.IntRange(0, session.FoldVersion).Draw(t, "fold")
 	return s
 }
 
@@ -76,7 +77,7 @@ func TestEntryRejectsDamage(t *testing.T) {
 	})
 	cases := map[string][]byte{
 		"empty":            nil,
-		"unknown version":  append([]byte{Version + 1}, full[1:]...),
+		"version 0":        append([]byte{0}, full[1:]...),
 		"trailing bytes":   append(append([]byte(nil), full...), 0),
 		"bad parent flag":  badParentFlag(t, full),
 		"huge string":      append([]byte{Version}, binary.AppendUvarint(nil, 1<<40)...),
@@ -186,8 +187,45 @@ func TestEntryVersion1(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("version 1 entry (-want +got):\n%s", diff)
 	}
-	want.Fold = 7
-	if got, err := Decode(string(Encode(&want))); err != nil || got.Fold != 7 {
+	want.Fold = 0
+	if got, err := Decode(string(Encode(&want))); err != nil || got.Fold != 0 {
 		t.Errorf("version 2 entry: fold %d, %v", got.Fold, err)
+	}
+}
+
+// TestEntryNewer decodes what a newer lite-agent could write, an entry of
+// the next format (whatever its body) and one folded by the next fold
+// version: each is a *session.NewerError that says to upgrade, never
+// ErrMalformed, in Decode and in DecodeAll.
+func TestEntryNewer(t *testing.T) {
+	cur := session.Summary{ID: "s1", Namespace: "ns", Head: 3, Fold: session.FoldVersion}
+	good := Encode(&cur)
+	nextFormat := append([]byte{Version + 1}, 0xff, 0xfe) // a body this build cannot parse
+	cur.Fold = session.FoldVersion + 1
+	nextFold := Encode(&cur)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		all  bool // decode as a listing
+	}{
+		{"next entry format", nextFormat, false},
+		{"format 255", append([]byte{255}, good[1:]...), false},
+		{"next fold version", nextFold, false},
+		{"next entry format in a listing", append(append([]byte(nil), good...), nextFormat...), true},
+		{"next fold version in a listing", append(append([]byte(nil), good...), nextFold...), true},
+	} {
+		name, b := c.name, c.b
+		_, err := Decode(string(b))
+		if c.all {
+			_, err = DecodeAll(string(b))
+		}
+		var ne *session.NewerError
+		if !errors.As(err, &ne) || !errors.Is(err, session.ErrNewer) || errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: decode %x: error %v, want a *session.NewerError", name, b, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "newer lite-agent") || !strings.Contains(msg, "upgrade") || strings.Contains(msg, "damaged") {
+			t.Errorf("%s: message %q should say a newer lite-agent wrote it and to upgrade", name, msg)
+		}
 	}
 }
