@@ -7,7 +7,6 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
-	"github.com/lite-agent/lite-agent/workspace"
 )
 
 // blobGrace is how long an unreferenced blob is kept: the content a running
@@ -40,6 +39,12 @@ func (a *Agent) CollectBlobs(ctx context.Context, opts *CollectOptions) (*checkp
 	if err := a.requirePersistent(); err != nil {
 		return nil, err
 	}
+	return a.collectBlobs(ctx, &checkpoint.CollectOptions{Grace: o.Grace, DryRun: o.DryRun})
+}
+
+// collectBlobs is CollectBlobs with the checkpoint package's options (Also
+// is filled in here).
+func (a *Agent) collectBlobs(ctx context.Context, o *checkpoint.CollectOptions) (*checkpoint.CollectResult, error) {
 	bs := a.blobStore()
 	if bs == nil {
 		return &checkpoint.CollectResult{}, nil
@@ -54,11 +59,10 @@ func (a *Agent) CollectBlobs(ctx context.Context, opts *CollectOptions) (*checkp
 		if err != nil {
 			return nil, err
 		}
-		data, err := bs.Blob(ctx, digest)
-		if digest == "" || err != nil {
+		if digest == "" {
 			continue
 		}
-		if m, err := workspace.Decode(data); err == nil {
+		if m, err := loadManifest(ctx, bs, digest); err == nil {
 			for _, e := range m.Entries {
 				if e.Digest != "" {
 					also[e.Digest] = true
@@ -66,7 +70,22 @@ func (a *Agent) CollectBlobs(ctx context.Context, opts *CollectOptions) (*checkp
 			}
 		}
 	}
-	return checkpoint.CollectBlobs(ctx, a.store, bs, &checkpoint.CollectOptions{Grace: o.Grace, Also: also, DryRun: o.DryRun})
+	o.Also = also
+	return checkpoint.CollectBlobs(ctx, a.store, bs, o)
+}
+
+// sessionBlobs returns the blobs session id's log names, nil when the
+// store keeps none or the log cannot be read (a later --prune collects
+// them then).
+func (a *Agent) sessionBlobs(ctx context.Context, id string) map[string]bool {
+	if a.blobStore() == nil {
+		return nil
+	}
+	refs := map[string]bool{}
+	if checkpoint.LogBlobRefs(ctx, a.store, id, checkpoint.BlobRefs, refs) != nil || len(refs) == 0 {
+		return nil
+	}
+	return refs
 }
 
 // latestManifest returns the digest of the last manifest session id's log
@@ -81,7 +100,7 @@ func (a *Agent) latestManifest(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if e.Type == session.TypeWorkspaceScanned {
-			if refs := checkpoint.BlobRefs(e); len(refs) == 1 {
+			if refs := checkpoint.BlobRefs(e); len(refs) > 0 {
 				last = refs[0]
 			}
 		}
