@@ -155,7 +155,20 @@ func loseLease(t *testing.T, takeOver bool, replies []fakemodel.Reply, hold *hol
 	go func() {
 		defer close(lost)
 		lose(srv)
-		id := a.SessionID()
+		// The turn's first model call goes out while its prompt is being
+		// appended (early.go): wait until the prompt is stored.
+		id := ""
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if id = a.SessionID(); id != "" {
+				if h, err := other.Head(context.Background(), id); err == nil && h.Head >= 2 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Error("the turn's prompt was never stored")
+				return
+			}
+		}
 		endLease(t, loc, other, id)
 		sum, err := other.Head(context.Background(), id)
 		if err != nil {

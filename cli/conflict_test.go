@@ -35,16 +35,19 @@ func TestConflictExitsFour(t *testing.T) {
 		t.Fatalf("sessions: %v %v", list, err)
 	}
 	id := list[0].ID
+	first := list[0].Head
 	srv := model(t, fakemodel.Reply{DelayMS: 3000, Text: "two"})
 	other := make(chan error, 1)
 	go func() {
-		for len(srv.Requests()) == 0 {
+		// The model has the request, and the prompt is stored (the first
+		// model call goes out while the prompt is being appended).
+		var h session.Summary
+		var err error
+		for len(srv.Requests()) == 0 || err != nil || h.Head == first {
 			time.Sleep(5 * time.Millisecond)
+			h, err = store.Head(context.Background(), id)
 		}
-		h, err := store.Head(context.Background(), id)
-		if err == nil {
-			_, err = store.Append(context.Background(), id, h.Head, []session.Event{session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "from another writer"})})
-		}
+		_, err = store.Append(context.Background(), id, h.Head, []session.Event{session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "from another writer"})})
 		other <- err
 	}()
 	code, _, errs := runCLI(t, work, "", "--session-db", db, "--resume", id, "second")
