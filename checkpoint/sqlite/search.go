@@ -54,7 +54,7 @@ const (
 	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta; DELETE FROM search_words`
 	stmtIndexAll     = `SELECT e.key, e.type, e.data FROM events e JOIN sessions s ON s.n = e.key >> 32
 		WHERE e.key > ? AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled') ORDER BY e.key LIMIT 1000`
-	stmtIndexStamp  = `INSERT INTO search_meta (version) VALUES (?)`
+	stmtIndexStamp = `INSERT INTO search_meta (version) VALUES (?)`
 	// stmtIndexRowids lists the index's rows in a range of keys from the
 	// table FTS5 keeps one row per document in (search_docsize): a plain
 	// b-tree range, where the same range through the FTS5 table costs
