@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"github.com/lite-agent/lite-agent/checkpoint/postgres"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // envURL names a PostgreSQL server the tests may create schemas on: a URL
@@ -160,7 +162,36 @@ func backend() checkpointtest.Backend {
 		MaxEventBytes: postgres.DefaultMaxEventBytes,
 		Damage:        damage,
 		StoreSummary:  storeSummary,
+		Quarantined:   quarantined,
 	}
+}
+
+// quarantined reads the rows a repair moved from session id's log, from
+// seq from on, into the quarantine table at loc.
+func quarantined(tb testing.TB, _ checkpoint.Checkpointer, loc, id string, from int64) []session.Event {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		tb.Fatalf("connect to the test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT seq, type, time, data FROM quarantine WHERE session = $1 AND seq >= $2 ORDER BY seq`, id, from)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []session.Event
+	var e session.Event
+	var typ string
+	if _, err := pgx.ForEachRow(rows, []any{&e.Seq, &typ, &e.Time, &e.Data}, func() error {
+		e.Type = session.Type(typ)
+		out = append(out, session.Event{Seq: e.Seq, Type: e.Type, Time: e.Time, Data: slices.Clone(e.Data)})
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // damage changes the events table at loc through a connection of its own,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
@@ -295,8 +296,19 @@ func (s *Store) indexDiffers(ctx context.Context, c *conn, l *doctorLog, kind st
 	}
 }
 
-// quarantine writes l's damaged tail, as JSON Lines of events, to its side
-// file and syncs it and its directory.
+// rawEvent is a line of a side file for an event whose data is not JSON:
+// the event's envelope with the data's bytes in base64 as data_bytes.
+type rawEvent struct {
+	V         int          `json:"v"`
+	Seq       int64        `json:"seq"`
+	Type      session.Type `json:"type"`
+	Time      time.Time    `json:"time"`
+	DataBytes []byte       `json:"data_bytes"`
+}
+
+// quarantine writes l's damaged tail, as JSON Lines of events (see
+// rawEvent for data that is not JSON), to its side file and syncs it and
+// its directory.
 func (s *Store) quarantine(l *doctorLog) error {
 	path := s.QuarantinePath(l.id, l.badSeq)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -305,7 +317,13 @@ func (s *Store) quarantine(l *doctorLog) error {
 	}
 	enc := json.NewEncoder(f)
 	for _, e := range l.bad {
-		if err := enc.Encode(e); err != nil {
+		var line any = e
+		if len(e.Data) > 0 && !json.Valid(e.Data) {
+			// The event's envelope holds JSON data only; damaged data
+			// (a flipped byte) is kept byte for byte, in base64.
+			line = rawEvent{V: session.Version, Seq: e.Seq, Type: e.Type, Time: e.Time, DataBytes: e.Data}
+		}
+		if err := enc.Encode(line); err != nil {
 			f.Close()
 			return fmt.Errorf("quarantine %s: %w", l.id, err)
 		}
