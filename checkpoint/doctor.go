@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
 	"github.com/lite-agent/lite-agent/session"
@@ -63,6 +64,18 @@ type Repairer interface {
 	CheckDerived(ctx context.Context, repair bool) ([]Problem, error)
 }
 
+// LogVisitor is the optional ability of a Repairer whose CheckDerived
+// reads every log anyway to show the doctor what it read, so that the
+// doctor's checks of what logs name (blobs) read each log once rather than
+// twice. Doctor uses CheckDerived when a store lacks it.
+type LogVisitor interface {
+	// CheckDerivedVisit is CheckDerived that also calls visit once per
+	// session it read, with the session's id and its events that verify
+	// (from seq 1; the events before any damage), in one goroutine. The
+	// slice is only valid during the call.
+	CheckDerivedVisit(ctx context.Context, repair bool, visit func(id string, events []session.Event)) ([]Problem, error)
+}
+
 // DoctorOptions narrows Doctor.
 type DoctorOptions struct {
 	// Session checks one session only; "" checks every log.
@@ -77,8 +90,20 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 	r := &Report{Problems: []Problem{}}
 	rp, whole := c.(Repairer)
 	whole = whole && opts.Session == ""
+	// Sessions the store's check read, and whether their logs name blobs
+	// to undo with; nil when the store does not show what it read.
+	var namesBlobs map[string]bool
 	if whole {
-		found, err := rp.CheckDerived(ctx, opts.Repair)
+		var found []Problem
+		var err error
+		if v, ok := c.(LogVisitor); ok {
+			namesBlobs = map[string]bool{}
+			found, err = v.CheckDerivedVisit(ctx, opts.Repair, func(id string, events []session.Event) {
+				namesBlobs[id] = slices.ContainsFunc(events, func(e session.Event) bool { return len(UndoBlobRefs(e)) > 0 })
+			})
+		} else {
+			found, err = rp.CheckDerived(ctx, opts.Repair)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +152,16 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 		r.Events += n
 		r.Problems = append(r.Problems, found...)
 	}
-	found, err := checkBlobs(ctx, c, list) // doctor_blobs.go
+	blobbed := list
+	if namesBlobs != nil {
+		// Only the logs that name blobs, or that the store's check did
+		// not see (written since), are read again.
+		blobbed = slices.DeleteFunc(slices.Clone(list), func(s session.Summary) bool {
+			named, seen := namesBlobs[s.ID]
+			return seen && !named
+		})
+	}
+	found, err := checkBlobs(ctx, c, blobbed) // doctor_blobs.go
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -352,4 +353,56 @@ func ScanSession(ctx context.Context, c Checkpointer, q Query, id string, from i
 // while other processes use the store.
 type Reindexer interface {
 	Reindex(ctx context.Context) error
+}
+
+// IndexRowsDiffer reports whether indexed, the seqs (ascending) of the
+// index rows a store holds for one session of kind kind, differ from the
+// rows its events (verified, in seq order) give: one per searchable event
+// with words, and only for conversations (kind ""). It decodes only the
+// searchable events without a row, to see that they have no words:
+// decoding every event was a third of the doctor's time on SQLite
+// (BenchmarkSearch10kx100/Doctor). A row of an event whose payload lacks
+// the field its text comes from (an answer of tool calls only) is found;
+// a row of an event whose text is there but has no words is not: stores
+// write events and their rows in one transaction, and checksums keep the
+// events as they were indexed.
+func IndexRowsDiffer(kind string, events []session.Event, indexed []int64) bool {
+	if kind != "" {
+		return len(indexed) > 0
+	}
+	for _, e := range events {
+		if len(indexed) > 0 && indexed[0] < e.Seq {
+			return true // a row of no verified event
+		}
+		row := len(indexed) > 0 && indexed[0] == e.Seq
+		if row {
+			indexed = indexed[1:]
+		}
+		switch {
+		case !session.Searchable(e.Type):
+			if row {
+				return true
+			}
+		case row:
+			if !mayHaveText(e) {
+				return true
+			}
+		case HasWords(session.SearchText(e)):
+			return true
+		}
+	}
+	return len(indexed) > 0
+}
+
+// mayHaveText is false when e's payload lacks the field session.SearchText
+// reads, so that it surely has no words; it reads the raw JSON only.
+func mayHaveText(e session.Event) bool {
+	field := `"text"`
+	switch e.Type {
+	case session.TypeToolFinished:
+		field = `"output"`
+	case session.TypeSessionTitled:
+		field = `"title"`
+	}
+	return bytes.Contains(e.Data, []byte(field))
 }

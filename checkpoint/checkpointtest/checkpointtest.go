@@ -73,6 +73,11 @@ type Backend struct {
 	// suite stamps s with an older or a newer fold version. The
 	// OldFoldVersion and NewerFoldVersion checks are skipped without it.
 	StoreSummary func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, s session.Summary)
+	// Quarantined, when set, returns the events a repair moved aside from
+	// the log of session id, from seq from on, in the store c opened at
+	// loc (those of damaged frames or rows left out). The
+	// RepairDuringWrites check is skipped without it.
+	Quarantined func(tb testing.TB, c checkpoint.Checkpointer, loc, id string, from int64) []session.Event
 }
 
 // subtest is one conformance check.
@@ -113,6 +118,7 @@ var subtests = []subtest{
 	{name: "CloseDuringWrites", run: testCloseDuringWrites},
 	{name: "MultiProcess", persistent: true, run: testMultiProcess},
 	{name: "DoctorDuringWrites", persistent: true, run: testDoctorDuringWrites},
+	{name: "RepairDuringWrites", persistent: true, run: testRepairDuringWrites}, // repair.go
 	{name: "Damage", run: testDamage},
 	{name: "OldFoldVersion", run: testOldFoldVersion},
 	{name: "NewerFoldVersion", run: testNewerFoldVersion},

@@ -30,6 +30,13 @@ func backend(encoding string) checkpointtest.Backend {
 				tb.Fatal(err)
 			}
 		},
+		Quarantined: func(tb testing.TB, c checkpoint.Checkpointer, _, id string, from int64) []session.Event {
+			events, err := file.Quarantined(c.(*file.Store), id, from)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return events
+		},
 	}
 }
 

@@ -67,10 +67,20 @@ type doctorLog struct {
 	reason  string
 	badRows int     // stored rows from badSeq on
 	indexed []int64 // the seqs of its index rows
+	headOK  bool    // headAt is known
+	headAt  int64   // the head the row records, -1: none
+	newer   error   // the row was written by a newer lite-agent (session.ErrNewer)
 }
+
+var _ checkpoint.LogVisitor = (*Store)(nil)
 
 // CheckDerived implements checkpoint.Repairer.
 func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Problem, error) {
+	return s.CheckDerivedVisit(ctx, repair, nil)
+}
+
+// CheckDerivedVisit implements checkpoint.LogVisitor; visit may be nil.
+func (s *Store) CheckDerivedVisit(ctx context.Context, repair bool, visit func(id string, events []session.Event)) ([]checkpoint.Problem, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("doctor: %w", err)
 	}
@@ -98,21 +108,20 @@ func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Pro
 			break
 		}
 		after = ids[len(ids)-1]
-		for _, id := range ids {
-			l, err := s.readForDoctor(ctx, id, !rebuild)
-			if err != nil {
-				return nil, s.fail("doctor "+id, err)
-			}
-			found, fix := s.judge(l, rebuild)
-			if repair && fix {
-				if err := s.repairOne(ctx, id, !rebuild); err != nil {
-					return nil, s.fail("repair "+id, err)
+		judged, err := s.checkPage(ctx, ids, rebuild, visit)
+		if err != nil {
+			return nil, s.fail("doctor", err)
+		}
+		for _, j := range judged {
+			if repair && j.fix {
+				if err := s.repairOne(ctx, j.id, !rebuild); err != nil {
+					return nil, s.fail("repair "+j.id, err)
 				}
-				for i := range found {
-					found[i].Repaired = found[i].Kind != checkpoint.ProblemUndecodable
+				for i := range j.found {
+					j.found[i].Repaired = j.found[i].Kind != checkpoint.ProblemUndecodable
 				}
 			}
-			out = append(out, found...)
+			out = append(out, j.found...)
 		}
 	}
 	if repair && rebuild {
@@ -131,18 +140,122 @@ func (s *Store) doctorIDs(ctx context.Context, after string) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// readForDoctor reads session id's row, events and (with index) index rows
-// in one snapshot.
-func (s *Store) readForDoctor(ctx context.Context, id string, index bool) (*doctorLog, error) {
-	var l *doctorLog
+// judged is what the doctor found in one session: its problems, and
+// whether a repair has something to do.
+type judged struct {
+	id    string
+	found []checkpoint.Problem
+	fix   bool
+}
+
+// Statements reading a page of sessions for the doctor: their rows, their
+// index rows and their events, a session's together in seq order.
+const (
+	doctorPageRowsSQL   = `SELECT id, entry FROM sessions WHERE id = ANY($1)`
+	doctorPageIndexSQL  = `SELECT session, seq FROM search_index WHERE session = ANY($1) ORDER BY session, seq`
+	doctorPageEventsSQL = `SELECT session, seq, type, time, data, crc FROM events WHERE session = ANY($1) ORDER BY session, seq`
+)
+
+// checkPage reads the sessions ids (with index, their index rows too) in
+// one REPEATABLE READ snapshot, three statements for the whole page
+// rather than three round trips per session, and judges each log as its
+// last event arrives, so that one log at a time is held; each is shown to
+// visit (if not nil).
+func (s *Store) checkPage(ctx context.Context, ids []string, rebuild bool, visit func(string, []session.Event)) ([]judged, error) {
+	var out []judged
 	err := s.retrySafe(ctx, func() error {
+		out = out[:0]
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-			var err error
-			l, err = readLog(ctx, tx, id, index)
-			return err
+			logs := make(map[string]*doctorLog, len(ids))
+			for _, id := range ids {
+				logs[id] = &doctorLog{id: id}
+			}
+			rows, err := tx.Query(ctx, doctorPageRowsSQL, ids)
+			if err != nil {
+				return err
+			}
+			var id string
+			var stored []byte
+			_, err = pgx.ForEachRow(rows, []any{&id, &stored}, func() error {
+				l := logs[id]
+				l.stored = slices.Clone(stored)
+				if l.head(); l.newer != nil {
+					// Not damage: nothing to report or rebuild with this build.
+					return entryError(id, l.newer)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if !rebuild {
+				rows, err := tx.Query(ctx, doctorPageIndexSQL, ids)
+				if err != nil {
+					return err
+				}
+				var seq int64
+				if _, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error {
+					logs[id].indexed = append(logs[id].indexed, seq)
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			judge := func(l *doctorLog) {
+				l.finish()
+				found, fix := s.judge(l, rebuild)
+				out = append(out, judged{l.id, found, fix})
+				if visit != nil && len(l.good) > 0 {
+					visit(l.id, l.good)
+				}
+				delete(logs, l.id)
+			}
+			rows, err = tx.Query(ctx, doctorPageEventsSQL, ids)
+			if err != nil {
+				return err
+			}
+			var cur *doctorLog
+			for rows.Next() {
+				var e session.Event
+				var typ string
+				var crc *int32
+				if err := rows.Scan(&id, &e.Seq, &typ, &e.Time, &e.Data, &crc); err != nil {
+					rows.Close()
+					return err
+				}
+				if cur == nil || cur.id != id {
+					if cur != nil {
+						judge(cur)
+					}
+					if cur = logs[id]; cur == nil {
+						rows.Close()
+						return fmt.Errorf("events of session %s came apart", id)
+					}
+				}
+				e.Type, e.Time = session.Type(typ), e.Time.UTC()
+				cur.add(e, crc)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if cur != nil {
+				judge(cur)
+			}
+			for _, id := range ids { // sessions without events
+				if l := logs[id]; l != nil {
+					judge(l)
+				}
+			}
+			return nil
 		})
 	})
-	return l, err
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	slices.SortFunc(out, func(a, b judged) int { return at[a.id] - at[b.id] }) // the page's order
+	return out, err
 }
 
 // readLog reads and verifies session id's log in tx.
@@ -152,17 +265,9 @@ func readLog(ctx context.Context, tx pgx.Tx, id string, index bool) (*doctorLog,
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
 	}
-	head := int64(-1)
-	if l.stored != nil {
-		var stored session.Summary
-		err := entry.DecodeInto(string(l.stored), &stored)
-		switch {
-		case errors.Is(err, session.ErrNewer):
-			// Not damage: nothing to report or rebuild with this build.
-			return nil, entryError(id, err)
-		case err == nil:
-			head, l.fold, l.decoded = stored.Head, stored.Fold, true
-		}
+	if l.head(); l.newer != nil {
+		// Not damage: nothing to report or rebuild with this build.
+		return nil, entryError(id, l.newer)
 	}
 	rows, err := tx.Query(ctx, doctorEventsSQL, id)
 	if err != nil {
@@ -177,30 +282,13 @@ func readLog(ctx context.Context, tx pgx.Tx, id string, index bool) (*doctorLog,
 			return nil, err
 		}
 		e.Type, e.Time = session.Type(typ), e.Time.UTC()
-		if l.badSeq == 0 {
-			next := int64(len(l.good)) + 1
-			switch {
-			case e.Seq != next:
-				l.badSeq, l.reason = next, fmt.Sprintf("seq %d is missing (the next stored event is seq %d)", next, e.Seq)
-			case crc == nil || uint32(*crc) != checkpoint.Checksum(e):
-				l.badSeq, l.reason = e.Seq, fmt.Sprintf("the stored checksum of seq %d (%s) does not match its contents", e.Seq, e.Type)
-			case head >= 0 && e.Seq > head:
-				l.badSeq, l.reason = e.Seq, fmt.Sprintf("the log holds seq %d past its recorded head %d", e.Seq, head)
-			}
-		}
-		if l.badSeq != 0 {
-			l.badRows++
-			continue
-		}
-		l.good = append(l.good, e)
+		l.add(e, crc)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if l.badSeq == 0 && head > int64(len(l.good)) {
-		l.badSeq, l.reason = int64(len(l.good))+1, fmt.Sprintf("the log ends before seq %d, but its recorded head is %d (events are missing)", len(l.good)+1, head)
-	}
+	l.finish()
 	if index {
 		rows, err := tx.Query(ctx, doctorIndexSQL, id)
 		if err != nil {
@@ -211,6 +299,56 @@ func readLog(ctx context.Context, tx pgx.Tx, id string, index bool) (*doctorLog,
 		}
 	}
 	return l, nil
+}
+
+// head is the head l's row records, -1 without a row that decodes;
+// decoding the row also notes its fold version, or that a newer
+// lite-agent wrote it (newer).
+func (l *doctorLog) head() int64 {
+	if l.headOK {
+		return l.headAt
+	}
+	l.headOK, l.headAt = true, -1
+	if l.stored == nil {
+		return -1
+	}
+	var stored session.Summary
+	err := entry.DecodeInto(string(l.stored), &stored)
+	switch {
+	case errors.Is(err, session.ErrNewer):
+		l.newer = err
+	case err == nil:
+		l.headAt, l.fold, l.decoded = stored.Head, stored.Fold, true
+	}
+	return l.headAt
+}
+
+// add verifies the log's next stored event e, with its stored crc.
+func (l *doctorLog) add(e session.Event, crc *int32) {
+	if l.badSeq == 0 {
+		next, head := int64(len(l.good))+1, l.head()
+		switch {
+		case e.Seq != next:
+			l.badSeq, l.reason = next, fmt.Sprintf("seq %d is missing (the next stored event is seq %d)", next, e.Seq)
+		case crc == nil || uint32(*crc) != checkpoint.Checksum(e):
+			l.badSeq, l.reason = e.Seq, fmt.Sprintf("the stored checksum of seq %d (%s) does not match its contents", e.Seq, e.Type)
+		case head >= 0 && e.Seq > head:
+			l.badSeq, l.reason = e.Seq, fmt.Sprintf("the log holds seq %d past its recorded head %d", e.Seq, head)
+		}
+	}
+	if l.badSeq != 0 {
+		l.badRows++
+		return
+	}
+	l.good = append(l.good, e)
+}
+
+// finish checks, after its last stored event, that the log reaches the
+// head its row records.
+func (l *doctorLog) finish() {
+	if head := l.head(); l.badSeq == 0 && head > int64(len(l.good)) {
+		l.badSeq, l.reason = int64(len(l.good))+1, fmt.Sprintf("the log ends before seq %d, but its recorded head is %d (events are missing)", len(l.good)+1, head)
+	}
 }
 
 // judge compares l with its row and index rows: the problems, and whether a
@@ -255,26 +393,12 @@ func (s *Store) judge(l *doctorLog, rebuilding bool) ([]checkpoint.Problem, bool
 		fix = true
 	}
 	// A damaged log's index rows are the corrupt_log's to fix.
-	if !rebuilding && l.badSeq == 0 && !slices.Equal(l.indexed, indexedSeqs(fold.Kind, l.good)) {
+	if !rebuilding && l.badSeq == 0 && checkpoint.IndexRowsDiffer(fold.Kind, l.good, l.indexed) {
 		out = append(out, checkpoint.Problem{Session: l.id, Kind: checkpoint.ProblemIndexStale,
 			Detail: "the search index rows of this session differ from its log", Fix: "run --doctor --repair to rebuild them"})
 		fix = true
 	}
 	return out, fix
-}
-
-// indexedSeqs are the seqs of events the index holds rows for.
-func indexedSeqs(kind string, events []session.Event) []int64 {
-	var out []int64
-	if kind != "" {
-		return nil
-	}
-	for _, e := range events {
-		if session.Searchable(e.Type) && checkpoint.HasWords(session.SearchText(e)) {
-			out = append(out, e.Seq)
-		}
-	}
-	return out
 }
 
 // repairOne repairs session id in one transaction: it locks the row (or,

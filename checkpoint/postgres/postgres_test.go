@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"github.com/lite-agent/lite-agent/checkpoint/postgres"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // envURL names a PostgreSQL server the tests may create schemas on: a URL
@@ -50,8 +52,8 @@ func admin(tb testing.TB, sql string) {
 	execSQL(tb, serverURL(tb), sql)
 }
 
-// execSQL runs one statement at loc (a test schema's URL).
-func execSQL(tb testing.TB, loc, sql string, args ...any) {
+// withConn runs f on a connection of its own to loc (a test schema's URL).
+func withConn(tb testing.TB, loc string, f func(ctx context.Context, conn *pgx.Conn)) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -60,25 +62,28 @@ func execSQL(tb testing.TB, loc, sql string, args ...any) {
 		tb.Fatalf("connect to the test server: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
+	f(ctx, conn)
+}
+
+// execSQL runs one statement at loc (a test schema's URL).
+func execSQL(tb testing.TB, loc, sql string, args ...any) {
+	tb.Helper()
+	withConn(tb, loc, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			tb.Fatalf("%s: %v", sql, err)
+		}
+	})
 }
 
 // queryInt runs a query returning one integer at loc.
 func queryInt(tb testing.TB, loc, sql string, args ...any) int64 {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, loc)
-	if err != nil {
-		tb.Fatalf("connect to the test server: %v", err)
-	}
-	defer conn.Close(ctx)
 	var n int64
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
+	withConn(tb, loc, func(ctx context.Context, conn *pgx.Conn) {
+		if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			tb.Fatalf("%s: %v", sql, err)
+		}
+	})
 	return n
 }
 
@@ -160,7 +165,30 @@ func backend() checkpointtest.Backend {
 		MaxEventBytes: postgres.DefaultMaxEventBytes,
 		Damage:        damage,
 		StoreSummary:  storeSummary,
+		Quarantined:   quarantined,
 	}
+}
+
+// quarantined reads the rows a repair moved from session id's log, from
+// seq from on, into the quarantine table at loc.
+func quarantined(tb testing.TB, _ checkpoint.Checkpointer, loc, id string, from int64) []session.Event {
+	tb.Helper()
+	var out []session.Event
+	withConn(tb, loc, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, `SELECT seq, type, time, data FROM quarantine WHERE session = $1 AND seq >= $2 ORDER BY seq`, id, from)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var e session.Event
+		var typ string
+		if _, err := pgx.ForEachRow(rows, []any{&e.Seq, &typ, &e.Time, &e.Data}, func() error {
+			out = append(out, session.Event{Seq: e.Seq, Type: session.Type(typ), Time: e.Time, Data: slices.Clone(e.Data)})
+			return nil
+		}); err != nil {
+			tb.Fatal(err)
+		}
+	})
+	return out
 }
 
 // damage changes the events table at loc through a connection of its own,

@@ -105,6 +105,14 @@
 //	    data   BLOB NOT NULL
 //	) WITHOUT ROWID;
 //
+// The search index (checkpoint.Searcher) is derived data outside the
+// versioned schema, made and rebuilt from the logs by writable opens (see
+// search.go): a contentless FTS5 table search holding each searchable
+// event's words under the event's key as rowid, search_meta holding its
+// version, search_words every word it holds (the vocabulary a query's
+// trailing prefix is spelled out from), and search_vocab, an fts5vocab
+// view of it for databases written before search_words.
+//
 // # Integrity
 //
 // Every event row carries the CRC-32C of the event (checkpoint.Checksum

@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
@@ -51,8 +51,15 @@ type doctorLog struct {
 	reason  string
 }
 
+var _ checkpoint.LogVisitor = (*Store)(nil)
+
 // CheckDerived implements checkpoint.Repairer.
 func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Problem, error) {
+	return s.CheckDerivedVisit(ctx, repair, nil)
+}
+
+// CheckDerivedVisit implements checkpoint.LogVisitor; visit may be nil.
+func (s *Store) CheckDerivedVisit(ctx context.Context, repair bool, visit func(id string, events []session.Event)) ([]checkpoint.Problem, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("doctor: %w", err)
 	}
@@ -71,7 +78,7 @@ func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Pro
 	}
 	var out []checkpoint.Problem
 	check := func() error {
-		out, err = s.checkAll(ctx, c, repair)
+		out, err = s.checkAll(ctx, c, repair, visit)
 		return err
 	}
 	if repair {
@@ -90,8 +97,8 @@ func (s *Store) CheckDerived(ctx context.Context, repair bool) ([]checkpoint.Pro
 }
 
 // checkAll checks every log, repairing inside the caller's transaction if
-// asked.
-func (s *Store) checkAll(ctx context.Context, c *conn, repair bool) ([]checkpoint.Problem, error) {
+// asked, and shows each to visit (if not nil).
+func (s *Store) checkAll(ctx context.Context, c *conn, repair bool, visit func(string, []session.Event)) ([]checkpoint.Problem, error) {
 	var out []checkpoint.Problem
 	v, exists, err := s.indexState(ctx, c)
 	if err != nil {
@@ -122,6 +129,9 @@ func (s *Store) checkAll(ctx context.Context, c *conn, repair bool) ([]checkpoin
 			return nil, err
 		}
 		out = append(out, found2...)
+		if visit != nil && l.id != "" {
+			visit(l.id, l.good)
+		}
 	}
 	if repair && rebuild {
 		if err := s.rebuildIndex(c); err != nil {
@@ -270,38 +280,40 @@ func (s *Store) checkOne(ctx context.Context, c *conn, l *doctorLog, repair, reb
 }
 
 // indexDiffers reports whether the index rows of l's session differ from
-// the ones its verified events give.
+// the ones its verified events give (checkpoint.IndexRowsDiffer).
 func (s *Store) indexDiffers(ctx context.Context, c *conn, l *doctorLog, kind string) (bool, error) {
-	var want []int64
-	if kind == "" {
-		for _, e := range l.good {
-			if session.Searchable(e.Type) && checkpoint.HasWords(session.SearchText(e)) {
-				want = append(want, eventKey(l.n, e.Seq))
-			}
-		}
-	}
 	rows, err := c.query(ctx, stmtIndexRowids, eventKey(l.n, 0), eventKey(l.n, maxSeq))
 	if err != nil {
 		return false, err
 	}
 	defer rows.Close()
-	var got []int64
+	var seqs []int64
 	dest := make([]driver.Value, 1)
 	for {
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
-				break
+				return checkpoint.IndexRowsDiffer(kind, l.good, seqs), nil
 			}
 			return false, err
 		}
 		k, _ := dest[0].(int64)
-		got = append(got, k)
+		seqs = append(seqs, k&maxSeq)
 	}
-	return !slices.Equal(want, got), nil
 }
 
-// quarantine writes l's damaged tail, as JSON Lines of events, to its side
-// file and syncs it and its directory.
+// rawEvent is a line of a side file for an event whose data is not JSON:
+// the event's envelope with the data's bytes in base64 as data_bytes.
+type rawEvent struct {
+	V         int          `json:"v"`
+	Seq       int64        `json:"seq"`
+	Type      session.Type `json:"type"`
+	Time      time.Time    `json:"time"`
+	DataBytes []byte       `json:"data_bytes"`
+}
+
+// quarantine writes l's damaged tail, as JSON Lines of events (see
+// rawEvent for data that is not JSON), to its side file and syncs it and
+// its directory.
 func (s *Store) quarantine(l *doctorLog) error {
 	path := s.QuarantinePath(l.id, l.badSeq)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -310,7 +322,13 @@ func (s *Store) quarantine(l *doctorLog) error {
 	}
 	enc := json.NewEncoder(f)
 	for _, e := range l.bad {
-		if err := enc.Encode(e); err != nil {
+		var line any = e
+		if len(e.Data) > 0 && !json.Valid(e.Data) {
+			// The event's envelope holds JSON data only; damaged data
+			// (a flipped byte) is kept byte for byte, in base64.
+			line = rawEvent{V: session.Version, Seq: e.Seq, Type: e.Type, Time: e.Time, DataBytes: e.Data}
+		}
+		if err := enc.Encode(line); err != nil {
 			f.Close()
 			return fmt.Errorf("quarantine %s: %w", l.id, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -21,7 +22,9 @@ import (
 // from the logs when a writable Open finds it missing or of another
 // checkpoint.SearchVersion, and rebuilt by Reindex. It is not part of the
 // versioned schema, so a database without it is still readable: Search then
-// scans the logs.
+// scans the logs. Beside it, search_words holds every word the index holds
+// (and perhaps words of events since deleted), written in the same
+// transactions: the vocabulary match spells prefixes out from.
 
 var (
 	_ checkpoint.Searcher  = (*Store)(nil)
@@ -32,18 +35,31 @@ var (
 const (
 	stmtIndexTables = `CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(words, content='', contentless_delete=1, tokenize='ascii');
 		CREATE TABLE IF NOT EXISTS search_meta (version INTEGER NOT NULL);
-		CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
+		CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row);
+		CREATE TABLE IF NOT EXISTS search_words (word TEXT NOT NULL PRIMARY KEY) WITHOUT ROWID`
 	// stmtVocab creates the index's vocabulary table (the words it holds,
 	// in order), which stores nothing of its own.
-	stmtVocab        = `CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
+	stmtVocab = `CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
+	// stmtWordsFill makes search_words for an index built before it, from
+	// the index's own vocabulary (one pass over the whole index).
+	stmtWordsFill = `CREATE TABLE search_words (word TEXT NOT NULL PRIMARY KEY) WITHOUT ROWID;
+		INSERT INTO search_words SELECT term FROM search_vocab`
+	stmtWordsExist   = `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'search_words')`
+	stmtWordInsert   = `INSERT OR IGNORE INTO search_words (word) VALUES (?)`
+	stmtWords        = `SELECT word FROM search_words WHERE word >= ?1 AND word < ?2 ORDER BY word LIMIT ?3`
+	stmtVocabWords   = `SELECT term FROM search_vocab WHERE term >= ?1 AND term < ?2 ORDER BY term LIMIT ?3`
 	stmtIndexVersion = `SELECT (SELECT max(version) FROM search_meta), EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'search')`
 	stmtIndexInsert  = `INSERT OR REPLACE INTO search (rowid, words) VALUES (?, ?)`
 	stmtIndexDrop    = `DELETE FROM search WHERE rowid > ? AND rowid <= ?`
-	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta`
+	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta; DELETE FROM search_words`
 	stmtIndexAll     = `SELECT e.key, e.type, e.data FROM events e JOIN sessions s ON s.n = e.key >> 32
 		WHERE e.key > ? AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled') ORDER BY e.key LIMIT 1000`
-	stmtIndexStamp  = `INSERT INTO search_meta (version) VALUES (?)`
-	stmtIndexRowids = `SELECT rowid FROM search WHERE rowid > ? AND rowid <= ? ORDER BY rowid`
+	stmtIndexStamp = `INSERT INTO search_meta (version) VALUES (?)`
+	// stmtIndexRowids lists the index's rows in a range of keys from the
+	// table FTS5 keeps one row per document in (search_docsize): a plain
+	// b-tree range, where the same range through the FTS5 table costs
+	// about four times as much (BenchmarkSearch10kx100/Doctor).
+	stmtIndexRowids = `SELECT id FROM search_docsize WHERE id > ? AND id <= ? ORDER BY id`
 	stmtSearch      = `SELECT s.id, e.key & 4294967295, e.type, e.time, e.data
 		FROM search f JOIN events e ON e.key = f.rowid JOIN sessions s ON s.n = e.key >> 32
 		WHERE search MATCH ?1 AND (?2 = '' OR s.namespace = ?2)
@@ -70,35 +86,30 @@ func ftsQuery(q checkpoint.Query) string {
 const maxExpansion = 32
 
 // match writes q for FTS5 MATCH, spelling the prefix its last term is out
-// as the indexed words it starts (read from search_vocab, an fts5vocab
-// table over the index, made by every writable open) when there are at most
-// maxExpansion: FTS5 answers a prefix by merging the whole doclist of every
-// word it starts, which for a common word costs about a second per query on
-// a million events, while an OR of whole words is read as fast as the words
-// themselves. Where the vocabulary cannot be read it is ftsQuery. ok is
-// false when no indexed word starts with the last term: nothing matches.
+// as the indexed words it starts (read from search_words) when there are at
+// most maxExpansion: FTS5 answers a prefix by merging the whole doclist of
+// every word it starts, which for a common word costs about a second per
+// query on a million events, while an OR of whole words is read as fast as
+// the words themselves. A database written only by builds before
+// search_words is read through search_vocab, an fts5vocab table over the
+// index, which counts the documents of every word it returns (tens of
+// milliseconds for a common one); one whose vocabulary cannot be read at
+// all gets ftsQuery. ok is false when no indexed word starts with the last
+// term: nothing matches.
 func (s *Store) match(ctx context.Context, c *conn, q checkpoint.Query) (expr string, ok bool) {
 	terms := q.Terms()
 	if len(terms) == 0 {
 		return ftsQuery(q), true
 	}
 	last := terms[len(terms)-1]
-	// Bounded above too: fts5vocab counts each row's documents as it
-	// reads it, and the word after the last match may be a common one.
-	rows, err := c.query(ctx, `SELECT term FROM search_vocab WHERE term >= ?1 AND term < ?2 ORDER BY term LIMIT ?3`, last, last+"\xff", int64(maxExpansion+1))
+	words, err := s.startingWith(ctx, c, stmtWords, last)
 	if err != nil {
-		return ftsQuery(q), true // a database whose writable opens predate the vocabulary
-	}
-	var words []string
-	dest := make([]driver.Value, 1)
-	for rows.Next(dest) == nil {
-		w := asString(dest[0])
-		if !strings.HasPrefix(w, last) {
-			break
+		// Bounded above too: fts5vocab counts each row's documents as it
+		// reads it, and the word after the last match may be a common one.
+		if words, err = s.startingWith(ctx, c, stmtVocabWords, last); err != nil {
+			return ftsQuery(q), true // a database whose writable opens predate the vocabulary
 		}
-		words = append(words, `"`+w+`"`)
 	}
-	rows.Close()
 	switch {
 	case len(words) == 0:
 		return "", false
@@ -108,8 +119,37 @@ func (s *Store) match(ctx context.Context, c *conn, q checkpoint.Query) (expr st
 	for i, t := range terms[:len(terms)-1] {
 		terms[i] = `"` + t + `"`
 	}
+	for i, w := range words {
+		words[i] = `"` + w + `"`
+	}
 	terms[len(terms)-1] = "(" + strings.Join(words, " OR ") + ")"
 	return strings.Join(terms, " AND "), true
+}
+
+// startingWith runs stmt, a query of the vocabulary's words from ?1 below
+// ?2 in order, and returns up to maxExpansion+1 words that start with
+// prefix.
+func (s *Store) startingWith(ctx context.Context, c *conn, stmt, prefix string) ([]string, error) {
+	rows, err := c.query(ctx, stmt, prefix, prefix+"\xff", int64(maxExpansion+1))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var words []string
+	dest := make([]driver.Value, 1)
+	for {
+		if err := rows.Next(dest); err != nil {
+			if errors.Is(err, io.EOF) {
+				return words, nil
+			}
+			return nil, err
+		}
+		w := asString(dest[0])
+		if !strings.HasPrefix(w, prefix) {
+			return words, nil
+		}
+		words = append(words, w)
+	}
 }
 
 // indexWords is what the index holds for e: its words joined by spaces, or
@@ -127,12 +167,34 @@ func (s *Store) indexEvents(c *conn, n int64, kind string, events []session.Even
 	if kind != "" {
 		return nil
 	}
+	seen := make(map[string]bool)
 	for _, e := range events {
-		if w := indexWords(e); w != "" {
-			if _, err := c.exec(context.Background(), stmtIndexInsert, eventKey(n, e.Seq), w); err != nil {
-				return fmt.Errorf("index: %w", err)
-			}
+		if err := s.indexRow(c, seen, eventKey(n, e.Seq), indexWords(e)); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// indexRow writes the index row of the event of key key, whose words are
+// words (nothing when it is ""), and adds its words to search_words but
+// for those in seen, the words the caller's transaction added already.
+func (s *Store) indexRow(c *conn, seen map[string]bool, key int64, words string) error {
+	if words == "" {
+		return nil
+	}
+	bg := context.Background()
+	if _, err := c.exec(bg, stmtIndexInsert, key, words); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	for w := range strings.SplitSeq(words, " ") {
+		if seen[w] {
+			continue
+		}
+		if _, err := c.exec(bg, stmtWordInsert, w); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		seen[w] = true
 	}
 	return nil
 }
@@ -166,9 +228,7 @@ func (s *Store) ensureIndex(ctx context.Context, c *conn) error {
 		return err
 	}
 	if exists && v == checkpoint.SearchVersion {
-		// The index's vocabulary (see match), for indexes built before it.
-		_, err := c.exec(ctx, stmtVocab)
-		return err
+		return s.ensureWords(ctx, c)
 	}
 	return s.inTx(ctx, c, func() error {
 		// Again under the write lock: another process may have built it.
@@ -176,6 +236,25 @@ func (s *Store) ensureIndex(ctx context.Context, c *conn) error {
 			return err
 		}
 		return s.rebuildIndex(c)
+	})
+}
+
+// ensureWords makes the index's vocabularies (see match) for an index
+// built before them.
+func (s *Store) ensureWords(ctx context.Context, c *conn) error {
+	if _, err := c.exec(ctx, stmtVocab); err != nil {
+		return err
+	}
+	dest := make([]driver.Value, 1)
+	if _, err := c.row(ctx, dest, stmtWordsExist); err != nil || dest[0] != int64(0) {
+		return err
+	}
+	return s.inTx(ctx, c, func() error {
+		// Again under the write lock: another process may have made it.
+		if _, err := c.row(context.Background(), dest, stmtWordsExist); err != nil || dest[0] != int64(0) {
+			return err
+		}
+		return c.script(context.Background(), stmtWordsFill)
 	})
 }
 
@@ -190,6 +269,7 @@ func (s *Store) rebuildIndex(c *conn) error {
 		return fmt.Errorf("clear the search index: %w", err)
 	}
 	after := int64(-1)
+	seen := make(map[string]bool)
 	for {
 		rows, err := c.query(bg, stmtIndexAll, after)
 		if err != nil {
@@ -218,11 +298,8 @@ func (s *Store) rebuildIndex(c *conn) error {
 			break
 		}
 		for _, r := range batch {
-			if r.words == "" {
-				continue
-			}
-			if _, err := c.exec(bg, stmtIndexInsert, r.key, r.words); err != nil {
-				return fmt.Errorf("index: %w", err)
+			if err := s.indexRow(c, seen, r.key, r.words); err != nil {
+				return err
 			}
 		}
 		after = batch[len(batch)-1].key
@@ -321,41 +398,71 @@ func (s *Store) query(ctx context.Context, c *conn, q checkpoint.Query, opts che
 	return s.queryRows(ctx, c, stmtSearch, limit, q, expr, opts.Namespace, int64(limit))
 }
 
-// queryBySession searches sessions one by one, newest first.
+// Pages of the conversations, most recently updated first, for
+// queryBySession: one statement per kind of namespace filter so that the one
+// with a namespace reads the sessions_list index in order.
+const (
+	stmtSessionsPage = `SELECT id, n, updated FROM sessions WHERE namespace = ?1 AND kind = ''
+		AND (updated < ?2 OR updated = ?2 AND id > ?3) ORDER BY updated DESC, id LIMIT ?4`
+	stmtSessionsPageAll = `SELECT id, n, updated FROM sessions WHERE kind = ''
+		AND (updated < ?2 OR updated = ?2 AND id > ?3) AND ?1 = '' ORDER BY updated DESC, id LIMIT ?4`
+)
+
+// sessionsPage is how many sessions queryBySession reads at a time.
+var sessionsPage = 64
+
+// queryBySession searches sessions one by one, newest first, reading them
+// a page at a time: a common word is usually answered by the first few.
 func (s *Store) queryBySession(ctx context.Context, c *conn, q checkpoint.Query, expr string, opts checkpoint.SearchOptions, limit int) ([]checkpoint.Hit, error) {
-	stmt := `SELECT id, n, updated FROM sessions WHERE kind = '' AND (?1 = '' OR namespace = ?1) ORDER BY updated DESC, id`
-	rows, err := c.query(ctx, stmt, opts.Namespace)
-	if err != nil {
-		return nil, err
+	stmt := stmtSessionsPage
+	if opts.Namespace == "" {
+		stmt = stmtSessionsPageAll
 	}
 	type sess struct {
+		id      string
 		n       int64
 		updated int64
 	}
-	var list []sess
-	row := make([]driver.Value, 3)
-	for rows.Next(row) == nil {
-		n, _ := row[1].(int64)
-		u, _ := row[2].(int64)
-		list = append(list, sess{n, u})
-	}
-	rows.Close()
 	var hits []checkpoint.Hit
-	for _, ss := range list {
-		if len(hits) >= limit && hits[len(hits)-1].Time.UnixMicro() > ss.updated {
-			break
-		}
-		found, err := s.queryRows(ctx, c, stmtSearchSession, limit, q, expr, eventKey(ss.n, 0), eventKey(ss.n, maxSeq), int64(limit))
+	after := sess{updated: math.MaxInt64}
+	row := make([]driver.Value, 3)
+	for {
+		rows, err := c.query(ctx, stmt, opts.Namespace, after.updated, after.id, int64(sessionsPage))
 		if err != nil {
 			return nil, err
 		}
-		hits = append(hits, found...)
-		slices.SortFunc(hits, checkpoint.CompareHits)
-		if len(hits) > limit {
-			hits = hits[:limit]
+		var page []sess
+		for {
+			if err := rows.Next(row); err != nil {
+				rows.Close()
+				if !errors.Is(err, io.EOF) {
+					return nil, err
+				}
+				break
+			}
+			n, _ := row[1].(int64)
+			u, _ := row[2].(int64)
+			page = append(page, sess{asString(row[0]), n, u})
 		}
+		for _, ss := range page {
+			if len(hits) >= limit && hits[len(hits)-1].Time.UnixMicro() > ss.updated {
+				return hits, nil
+			}
+			found, err := s.queryRows(ctx, c, stmtSearchSession, limit, q, expr, eventKey(ss.n, 0), eventKey(ss.n, maxSeq), int64(limit))
+			if err != nil {
+				return nil, err
+			}
+			hits = append(hits, found...)
+			slices.SortFunc(hits, checkpoint.CompareHits)
+			if len(hits) > limit {
+				hits = hits[:limit]
+			}
+		}
+		if len(page) < sessionsPage {
+			return hits, nil
+		}
+		after = page[len(page)-1]
 	}
-	return hits, nil
 }
 
 // queryRows runs a search statement whose rows are (id, seq, type, time,

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -12,11 +13,14 @@ import (
 )
 
 // TestSearchBySession makes every query take the session-by-session path
-// that queries matching many events take, and holds it to the scan.
+// that queries of common words take, reading sessions five at a time, and
+// holds it to the scan: sessions created in one order and updated in
+// another, pairs of them updated at the same instant, logs of different
+// lengths, in two namespaces.
 func TestSearchBySession(t *testing.T) {
-	old := manyMatches
-	manyMatches = 1
-	t.Cleanup(func() { manyMatches = old })
+	oldMany, oldPage := manyMatches, sessionsPage
+	manyMatches, sessionsPage = 1, 5
+	t.Cleanup(func() { manyMatches, sessionsPage = oldMany, oldPage })
 	s, err := Open(filepath.Join(t.TempDir(), "s.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -26,9 +30,11 @@ func TestSearchBySession(t *testing.T) {
 	for i := range 12 {
 		id := fmt.Sprintf("s%02d", i)
 		// Sessions created in one order, updated in another.
-		at := func(d time.Duration) time.Time { return base.Add(time.Duration((i*7)%12)*time.Minute + d) }
+		// Every event of a session at one instant, pairs of sessions at the
+		// same one: ties that only seq and id order.
+		at := func(time.Duration) time.Time { return base.Add(time.Duration((i*7)%12/2) * time.Minute) }
 		evs := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: fmt.Sprint("ns", i%2)})}
-		for j := range 5 {
+		for j := range 4 + i%3 {
 			evs = append(evs, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("common word %d of %d", j, i)}))
 		}
 		for j := range evs {
@@ -38,7 +44,7 @@ func TestSearchBySession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, opts := range []checkpoint.SearchOptions{{}, {Limit: 7}, {Namespace: "ns1", Limit: 3}} {
+	for _, opts := range []checkpoint.SearchOptions{{}, {Limit: 1}, {Limit: 7}, {Limit: 12}, {Limit: 100}, {Namespace: "ns1", Limit: 1}, {Namespace: "ns1", Limit: 3}, {Namespace: "ns0", Limit: 11}} {
 		q, _ := checkpoint.ParseQuery("common wor")
 		want, err := checkpoint.Scan(t.Context(), s, q, opts)
 		if err != nil {
@@ -60,7 +66,9 @@ func TestSearchBySession(t *testing.T) {
 // TestMatchSpellsOutPrefixes: the last term of a query becomes the OR of
 // the indexed words it starts when they are few, stays a prefix when they
 // are many, and a term no word starts matches nothing; on a read-only
-// store too, and every query finds what the scan finds.
+// store too, on a database whose writers predate search_words (read
+// through fts5vocab), and after a writable open made search_words for it;
+// every query finds what the scan finds.
 func TestMatchSpellsOutPrefixes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	s, err := Open(path, nil)
@@ -78,11 +86,58 @@ func TestMatchSpellsOutPrefixes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+	checkMatches(t, path, true)
+	dropWords(t, path)
+	checkMatches(t, path, false)
+	s, err = Open(path, nil) // makes search_words again
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	checkMatches(t, path, true)
+}
+
+// dropWords drops the search_words table of the database at path, as if
+// it had been written by builds before it.
+func dropWords(t *testing.T, path string) {
+	t.Helper()
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.pool.put(c, false)
+	if err := c.script(t.Context(), "DROP TABLE search_words"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkMatches opens path read-only and checks match and Search there;
+// words says whether the database has search_words.
+func checkMatches(t *testing.T, path string, words bool) {
+	t.Helper()
 	ro, err := Open(path, &Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
+	c, err := ro.conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := make([]driver.Value, 1)
+	_, err = c.row(t.Context(), dest, stmtWordsExist)
+	ro.pool.put(c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dest[0] == int64(1); got != words {
+		t.Fatalf("search_words exists: %v, want %v", got, words)
+	}
 	for _, tc := range []struct {
 		query, expr string
 		ok          bool

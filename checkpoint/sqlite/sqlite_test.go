@@ -1,12 +1,16 @@
 package sqlite_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
 	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // backend describes the SQLite store to the conformance suite: a location
@@ -22,6 +26,7 @@ func backend() checkpointtest.Backend {
 		MaxEventBytes: sqlite.DefaultMaxEventBytes,
 		Damage:        damage,
 		StoreSummary:  storeSummary,
+		Quarantined:   quarantined,
 	}
 }
 
@@ -45,3 +50,32 @@ func TestMemoryConformance(t *testing.T) { checkpointtest.Run(t, memoryBackend()
 func TestCrashConformance(t *testing.T) { checkpointtest.RunCrash(t, backend(), 50) }
 
 func BenchmarkSQLite(b *testing.B) { checkpointtest.Bench(b, backend()) }
+
+// quarantined reads the JSON Lines file a repair moved the damaged tail of
+// session id, from seq from on, into (events whose data is not JSON with
+// their bytes as data_bytes).
+func quarantined(tb testing.TB, c checkpoint.Checkpointer, _, id string, from int64) []session.Event {
+	tb.Helper()
+	b, err := os.ReadFile(c.(*sqlite.Store).QuarantinePath(id, from))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []session.Event
+	for line := range bytes.Lines(b) {
+		var e session.Event
+		var raw struct {
+			DataBytes []byte `json:"data_bytes"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			tb.Fatalf("quarantined event %q: %v", line, err)
+		}
+		if err := json.Unmarshal(line, &raw); err != nil {
+			tb.Fatal(err)
+		}
+		if raw.DataBytes != nil {
+			e.Data = raw.DataBytes // data that is not JSON, byte for byte
+		}
+		out = append(out, e)
+	}
+	return out
+}
