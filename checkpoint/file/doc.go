@@ -167,6 +167,15 @@
 // superseded records outnumber live ones by far. A read-only store does all
 // of this in memory only.
 //
+// # Versions
+//
+// FORMAT, every log header and every index header carry a format version,
+// and every summary record its fold version. A build that changes a
+// layout raises its version; this build refuses a file of a newer version
+// than it knows, and a summary of a newer fold, with a *session.NewerError
+// (checkpoint.ErrNewer: upgrade), and changes nothing, instead of taking
+// them for damage (an index would be rebuilt in the older format).
+//
 // # Resources
 //
 // A Store keeps up to 64 idle logs open between appends, and two files
