@@ -312,6 +312,7 @@ func (a *Agent) Close() error {
 		a.mu.Lock()
 		for s := range a.sessions {
 			errs = append(errs, s.mcp.close()) // their turns have ended: stopAll
+			s.watch.close()
 			s.releaseRoot()
 		}
 		clear(a.sessions)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
-	"github.com/lite-agent/lite-agent/workspace"
 )
 
 // blobGrace is how long an unreferenced blob is kept: the content a running
@@ -54,11 +53,10 @@ func (a *Agent) CollectBlobs(ctx context.Context, opts *CollectOptions) (*checkp
 		if err != nil {
 			return nil, err
 		}
-		data, err := bs.Blob(ctx, digest)
-		if digest == "" || err != nil {
+		if digest == "" {
 			continue
 		}
-		if m, err := workspace.Decode(data); err == nil {
+		if m, err := loadManifest(ctx, bs, digest); err == nil {
 			for _, e := range m.Entries {
 				if e.Digest != "" {
 					also[e.Digest] = true
@@ -81,7 +79,7 @@ func (a *Agent) latestManifest(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if e.Type == session.TypeWorkspaceScanned {
-			if refs := checkpoint.BlobRefs(e); len(refs) == 1 {
+			if refs := checkpoint.BlobRefs(e); len(refs) > 0 {
 				last = refs[0]
 			}
 		}

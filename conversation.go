@@ -426,6 +426,7 @@ func (s *Session) Close() error {
 	s.stop()
 	s.inflight.Wait()
 	err := errors.Join(s.a.stopSessionJobs(s), s.mcp.close())
+	s.watch.close()
 	s.a.forget(s)
 	s.releaseRoot()
 	return err

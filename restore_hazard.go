@@ -47,11 +47,7 @@ func (a *Agent) shellHazardPaths(ctx context.Context, id, workdir string, hz []s
 	hz = slices.Clone(hz)
 	var now *workspace.Manifest
 	for i, digest := range manifests {
-		data, err := bs.Blob(ctx, digest)
-		if err != nil {
-			continue
-		}
-		before, err := workspace.Decode(data)
+		before, err := loadManifest(ctx, bs, digest)
 		if err != nil {
 			continue
 		}

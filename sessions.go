@@ -55,6 +55,7 @@ func (a *Agent) Use(s *Session) {
 		old.mu.Lock()
 		old.detached = true
 		old.mu.Unlock()
+		old.watch.close() // its jobs' ends are scanned whole
 		a.forget(old)
 	}
 }

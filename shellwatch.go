@@ -29,17 +29,39 @@ const (
 	keepBatchBlob = 512
 )
 
-// shellWatch is a session's view of its workdir between shell commands: the
-// latest manifest, so the next one reads only what changed since. The turn
-// and background job ends use it; mu orders them.
+// shellWatch is a session's view of its workdir between shell commands:
+// the latest manifest, kept in memory (and read back from the log after a
+// restart), and a file-system watcher telling what changed since, so the
+// next manifest is an update of the last rather than a walk of the tree.
+// Whenever the watcher cannot be trusted (not started yet, its queue
+// overflowed, a directory it could not watch, a watched directory moved,
+// an ignore file changed) the manifest is a full scan, which restarts it.
+// The turn and background job ends use it; mu orders them.
 type shellWatch struct {
-	mu       sync.Mutex
-	prev     *workspace.Manifest
-	manifest string // digest of the last manifest put as a blob
-	// spent is the prior content the session's records need, in bytes; -1
-	// until counted from the log.
+	mu   sync.Mutex
+	prev *workspace.Manifest
+	// watcher has seen every change since prev was taken when watched.
+	watcher *workspace.Watcher
+	watched bool
+	// noWatch: a watcher could not cover the tree (the watch limit, too
+	// many directories) or the session closed; every manifest is a scan.
+	noWatch bool
+	// manifest is the digest of the last manifest put as a blob; base and
+	// baseDigest the last put whole, which the next are deltas against.
+	manifest   string
+	base       *workspace.Manifest
+	baseDigest string
+	// spent is the prior content the session's records need, in bytes.
 	spent  int64
-	loaded bool
+	loaded bool // spent, prev and base were read from the log
+}
+
+// close stops the watcher; later manifests are full scans.
+func (w *shellWatch) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watcher.Close()
+	w.watcher, w.watched, w.noWatch = nil, false, true
 }
 
 // shellRun is one bracketed command: the manifest taken before it.
@@ -90,19 +112,24 @@ func (s *Session) beforeShell(ctx context.Context, c call, t tool.Tool, sandbox 
 	if err != nil {
 		return nil, nil
 	}
-	digest, err := s.putManifestLocked(ctx, bs, m)
+	digest, base, err := s.putManifestLocked(ctx, bs, m)
 	if err != nil {
 		return nil, nil
 	}
 	run := &shellRun{s: s, bs: bs, callID: c.id, before: m, bg: backgroundInput(c.input)}
-	ev := mustEvent(session.TypeWorkspaceScanned, session.WorkspaceScanned{CallID: c.id, Manifest: digest, Files: len(m.Entries)})
+	ev := mustEvent(session.TypeWorkspaceScanned, session.WorkspaceScanned{CallID: c.id, Manifest: digest, Base: base, Files: len(m.Entries)})
 	return run, []session.Event{ev}
 }
 
 // scanLocked takes a manifest of the workdir from the previous one,
-// putting the content it reads in the store. The caller holds w.mu.
+// putting the content it reads in the store: an update from what the
+// watcher saw change when it can be trusted, a full scan (restarting the
+// watcher) when not. The caller holds w.mu.
 func (s *Session) scanLocked(ctx context.Context, bs checkpoint.BlobStore) (*workspace.Manifest, error) {
 	w := &s.watch
+	if err := s.loadLocked(ctx, bs); err != nil {
+		return nil, err
+	}
 	var batch []checkpoint.Blob
 	var size int64
 	flush := func() error {
@@ -113,7 +140,7 @@ func (s *Session) scanLocked(ctx context.Context, bs checkpoint.BlobStore) (*wor
 		batch, size = batch[:0], 0
 		return err
 	}
-	m, err := workspace.Scan(ctx, s.root.FS(), w.prev, &workspace.Options{
+	opts := &workspace.Options{
 		MaxFileBytes: shellFileCap,
 		Keep: func(_, digest string, data []byte) error {
 			batch = append(batch, checkpoint.Blob{Digest: digest, Data: data})
@@ -123,33 +150,103 @@ func (s *Session) scanLocked(ctx context.Context, bs checkpoint.BlobStore) (*wor
 			}
 			return nil
 		},
-	})
-	if err == nil {
-		err = flush()
 	}
-	if err != nil {
+	var m *workspace.Manifest
+	if w.watched {
+		changed, err := w.watcher.Changed(ctx)
+		if err == nil {
+			opts.Dir = w.watcher.Watch
+			m, err = workspace.Update(ctx, s.root.FS(), w.prev, changed, opts)
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	if m == nil {
+		s.restartWatcherLocked()
+		opts.Dir = w.watcher.Watch
+		var err error
+		if m, err = workspace.Scan(ctx, s.root.FS(), w.prev, opts); err != nil {
+			w.watched = false
+			return nil, err
+		}
+		if w.watcher.Err() != nil {
+			// It could not watch the whole tree: it will not next time.
+			w.watcher.Close()
+			w.watcher, w.watched, w.noWatch = nil, false, true
+		}
+	}
+	if err := flush(); err != nil {
+		w.watched = false // what was read is not all in the store
 		return nil, err
 	}
 	w.prev = m
 	return m, nil
 }
 
-// putManifestLocked keeps m as a blob (unless it is the one kept last) and
-// returns its digest.
-func (s *Session) putManifestLocked(ctx context.Context, bs checkpoint.BlobStore, m *workspace.Manifest) (string, error) {
-	data, err := m.Encode()
-	if err != nil {
-		return "", err
+// restartWatcherLocked replaces the watcher by a new one (none after
+// noWatch or when none can be made), for a full scan to set up.
+func (s *Session) restartWatcherLocked() {
+	w := &s.watch
+	w.watcher.Close()
+	w.watcher, w.watched = nil, false
+	if w.noWatch {
+		return
+	}
+	if wt, err := workspace.NewWatcher(s.root.Dir(), nil); err == nil {
+		w.watcher, w.watched = wt, true
+	}
+}
+
+// maxDelta is how many entries a manifest stored as a delta may differ by
+// from the last one stored whole before the next is stored whole again.
+func maxDelta(files int) int { return 256 + files/16 }
+
+// putManifestLocked keeps m as a blob (unless it is the one kept last):
+// as a delta against the last manifest stored whole, or whole when that
+// delta has grown large. It returns the blob's digest and the digest of
+// the whole manifest it is a delta against ("" when whole).
+func (s *Session) putManifestLocked(ctx context.Context, bs checkpoint.BlobStore, m *workspace.Manifest) (digest, base string, err error) {
+	w := &s.watch
+	var data []byte
+	if w.base != nil {
+		d, n, err := m.EncodeDelta(w.base, w.baseDigest)
+		if err == nil && n <= maxDelta(len(m.Entries)) {
+			data, base = d, w.baseDigest
+		}
+	}
+	if data == nil {
+		if data, err = m.Encode(); err != nil {
+			return "", "", err
+		}
 	}
 	b := checkpoint.NewBlob(data)
-	if b.Digest == s.watch.manifest {
-		return b.Digest, nil
+	if b.Digest != w.manifest {
+		if err := bs.PutBlobs(ctx, []checkpoint.Blob{b}); err != nil {
+			return "", "", err
+		}
+		w.manifest = b.Digest
 	}
-	if err := bs.PutBlobs(ctx, []checkpoint.Blob{b}); err != nil {
-		return "", err
+	if base == "" {
+		w.base, w.baseDigest = m, b.Digest
 	}
-	s.watch.manifest = b.Digest
-	return b.Digest, nil
+	return b.Digest, base, nil
+}
+
+// loadManifest reads the manifest blob digest names, and the whole one it
+// is a delta against.
+func loadManifest(ctx context.Context, bs checkpoint.BlobStore, digest string) (*workspace.Manifest, error) {
+	data, err := bs.Blob(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.Decode(data, func(base string) (*workspace.Manifest, error) {
+		data, err := bs.Blob(ctx, base)
+		if err != nil {
+			return nil, err
+		}
+		return workspace.Decode(data, nil)
+	})
 }
 
 // after takes the manifest after the command and returns its
@@ -173,9 +270,6 @@ func (r *shellRun) after(ctx context.Context) session.Event {
 // each change a restore can undo, or why it cannot.
 func (s *Session) recordChangesLocked(ctx context.Context, bs checkpoint.BlobStore, rec *session.WorkspaceChanged, changes []workspace.Change, after *workspace.Manifest) {
 	w := &s.watch
-	if err := s.countSpentLocked(ctx); err != nil {
-		w.spent = 0
-	}
 	var need []string
 	for _, c := range changes {
 		if c.Before != nil && c.Before.Mode.IsRegular() && c.Before.Skipped == "" {
@@ -234,14 +328,18 @@ func (s *Session) recordChangesLocked(ctx context.Context, bs checkpoint.BlobSto
 	rec.BlobBytes = cmdBytes
 }
 
-// countSpentLocked counts, once, the prior content the session's log
-// already needs, for the per-session cap.
-func (s *Session) countSpentLocked(ctx context.Context) error {
+// loadLocked reads, once, what the session's log already holds: the prior
+// content its records need (for the per-session cap) and, after a restart,
+// its latest manifest, so the first command's scan reads only the files
+// whose stat changed since rather than the whole tree. The caller holds
+// w.mu.
+func (s *Session) loadLocked(ctx context.Context, bs checkpoint.BlobStore) error {
 	w := &s.watch
 	if w.loaded {
 		return nil
 	}
 	var spent int64
+	var last session.WorkspaceScanned
 	for e, err := range s.a.store.Read(ctx, s.ID(), 1) {
 		if err != nil {
 			if errors.Is(err, checkpoint.ErrNotFound) {
@@ -249,15 +347,33 @@ func (s *Session) countSpentLocked(ctx context.Context) error {
 			}
 			return err
 		}
-		if e.Type != session.TypeWorkspaceChanged {
-			continue
-		}
-		var rec session.WorkspaceChanged
-		if e.Decode(&rec) == nil {
-			spent += rec.BlobBytes
+		switch e.Type {
+		case session.TypeWorkspaceChanged:
+			var rec session.WorkspaceChanged
+			if e.Decode(&rec) == nil {
+				spent += rec.BlobBytes
+			}
+		case session.TypeWorkspaceScanned:
+			var ws session.WorkspaceScanned
+			if e.Decode(&ws) == nil && ws.Manifest != "" {
+				last = ws
+			}
 		}
 	}
 	w.spent, w.loaded = spent, true
+	if w.prev != nil || last.Manifest == "" {
+		return nil
+	}
+	// A manifest that cannot be read back is no loss: the scan reads
+	// everything, as on the session's first command.
+	if m, err := loadManifest(ctx, bs, last.Manifest); err == nil {
+		w.prev = m
+		if last.Base == "" {
+			w.base, w.baseDigest = m, last.Manifest
+		} else if b, err := loadManifest(ctx, bs, last.Base); err == nil {
+			w.base, w.baseDigest = b, last.Base
+		}
+	}
 	return nil
 }
 

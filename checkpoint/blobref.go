@@ -11,13 +11,17 @@ import (
 )
 
 // BlobRefs returns the blob digests an event names: the manifest of a
-// workspace_scanned, and the content before and after each change of a
-// workspace_changed. Other events name none.
+// workspace_scanned (and the whole one it is a delta against), and the
+// content before and after each change of a workspace_changed. Other
+// events name none.
 func BlobRefs(e session.Event) []string {
 	switch e.Type {
 	case session.TypeWorkspaceScanned:
 		var ws session.WorkspaceScanned
 		if e.Decode(&ws) == nil && ws.Manifest != "" {
+			if ws.Base != "" {
+				return []string{ws.Manifest, ws.Base}
+			}
 			return []string{ws.Manifest}
 		}
 	case session.TypeWorkspaceChanged:

@@ -26,7 +26,11 @@ type WorkspaceScanned struct {
 	// Manifest is the digest of the blob holding the manifest (see package
 	// workspace's Encode).
 	Manifest string `json:"manifest"`
-	Files    int    `json:"files"`
+	// Base, when set, is the digest of the whole manifest Manifest is a
+	// delta against (see package workspace's EncodeDelta): it must be kept
+	// as long as Manifest is.
+	Base  string `json:"base,omitempty"`
+	Files int    `json:"files"`
 }
 
 // Change kinds of a PathChange.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/workspace"
 )
@@ -59,6 +60,56 @@ func BenchmarkManifest10k(b *testing.B) {
 	b.Run("Cold", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := workspace.Scan(b.Context(), r, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkUpdate10k measures what a shell command's manifest costs with
+// the watcher: three files of a 10,000-file tree written, then Changed
+// (reading the kernel's queue to its end) and Update, against a warm Scan
+// of the same tree in the same run.
+func BenchmarkUpdate10k(b *testing.B) {
+	dir, paths := tree10k(b)
+	r := openRoot(b, dir)
+	w, err := workspace.NewWatcher(dir, nil)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer w.Close()
+	prev, err := workspace.Scan(b.Context(), r, nil, &workspace.Options{Dir: w.Watch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	touched := []string{paths[0], paths[5000], paths[9999]}
+	b.Run("Watched", func(b *testing.B) {
+		i := 0
+		var inChanged, inUpdate time.Duration
+		for b.Loop() {
+			for _, p := range touched {
+				i++
+				if err := os.WriteFile(p, fmt.Appendf(nil, "%d\n", i), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			t0 := time.Now()
+			changed, err := w.Changed(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if prev, err = workspace.Update(b.Context(), r, prev, changed, &workspace.Options{Dir: w.Watch}); err != nil {
+				b.Fatal(err)
+			}
+			inChanged, inUpdate = inChanged+t1.Sub(t0), inUpdate+time.Since(t1)
+		}
+		b.ReportMetric(float64(inChanged.Microseconds())/float64(b.N), "changed-µs/op")
+		b.ReportMetric(float64(inUpdate.Microseconds())/float64(b.N), "update-µs/op")
+	})
+	b.Run("Scanned", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := workspace.Scan(b.Context(), r, prev, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

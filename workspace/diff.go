@@ -1,15 +1,6 @@
 package workspace
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"io/fs"
-	"strings"
-
-	"github.com/klauspost/compress/zstd"
-)
+import "io/fs"
 
 // Kind is what happened to a path between two manifests.
 type Kind string
@@ -96,45 +87,6 @@ func Paths(cs []Change) []string {
 		out[i] = c.Path
 	}
 	return out
-}
-
-// Encode writes m compactly (zstd-compressed JSON): a manifest of 10,000
-// files is a few hundred kilobytes as JSON and a small part of that
-// compressed. The encoding of equal manifests is equal.
-func (m *Manifest) Encode() ([]byte, error) {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
-	defer enc.Close()
-	return enc.EncodeAll(raw, nil), nil
-}
-
-// Decode reads a manifest Encode wrote.
-func Decode(data []byte) (*Manifest, error) {
-	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return nil, fmt.Errorf("decode manifest: %w", err)
-	}
-	defer dec.Close()
-	raw, err := io.ReadAll(dec)
-	if err != nil {
-		return nil, fmt.Errorf("decode manifest: %w", err)
-	}
-	var m Manifest
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decode manifest: %w", err)
-	}
-	for i := 1; i < len(m.Entries); i++ {
-		if strings.Compare(m.Entries[i-1].Path, m.Entries[i].Path) >= 0 {
-			return nil, fmt.Errorf("decode manifest: entries out of order at %q", m.Entries[i].Path)
-		}
-	}
-	return &m, nil
 }
 
 // Perm is the permission bits of a mode, as restore writes them back.

@@ -87,6 +87,10 @@ type Options struct {
 	Keep func(path, digest string, data []byte) error
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Dir, when set, is called with each directory the scan enters (the
+	// root as "."), before its entries are listed: a Watcher's Watch, so
+	// that nothing changed in it after it was listed goes unseen.
+	Dir func(p string)
 }
 
 // Scan takes a manifest of the tree of root. Entries whose stat matches
@@ -94,66 +98,115 @@ type Options struct {
 // prev may be nil (everything is read). Scan returns ctx's error when ctx
 // is done.
 func Scan(ctx context.Context, root *os.Root, prev *Manifest, opts *Options) (*Manifest, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = DefaultMaxFileBytes
-	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	m := &Manifest{Taken: now()}
-	var racyAfter int64
-	if prev != nil {
-		racyAfter = prev.Taken.Add(-racyWindow).UnixNano()
+	o := opts.defaults()
+	m := &Manifest{Taken: o.Now()}
+	t := &taker{o: o, root: root, prev: prev, racyAfter: racyAfter(prev)}
+	if err := t.tree(ctx, ".", func(e Entry) { m.Entries = append(m.Entries, e) }, &m.Unreadable); err != nil {
+		return nil, err
 	}
 	// The walk visits paths in lexical order of their components, which
 	// is not plain string order ("a/b" before "a.txt"): prev is looked up
 	// by binary search rather than merged, and the entries sorted at the end.
-	err := walk.Walk(ctx, root.FS(), ".", o.Walk, func(p string, d fs.DirEntry, err error) error {
+	sortEntries(m.Entries)
+	return m, nil
+}
+
+// defaults returns a copy of o (nil: the zero value) with its defaults.
+func (o *Options) defaults() *Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &c
+}
+
+// racyAfter is the modification time from which a file whose stat matches
+// prev's entry is read again.
+func racyAfter(prev *Manifest) int64 {
+	if prev == nil {
+		return 0
+	}
+	return prev.Taken.Add(-racyWindow).UnixNano()
+}
+
+func sortEntries(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// taker takes entries for one manifest from the previous one.
+type taker struct {
+	o         *Options
+	root      *os.Root
+	prev      *Manifest
+	racyAfter int64
+}
+
+// tree adds every entry below start (not start itself) to add, and the
+// directories that could not be listed to unreadable.
+func (t *taker) tree(ctx context.Context, start string, add func(Entry), unreadable *[]string) error {
+	return walk.Walk(ctx, t.root.FS(), start, t.o.Walk, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == "." {
+			switch {
+			case p == start && (start == "." || ctx.Err() != nil):
 				return err
+			case p == start && errors.Is(err, fs.ErrNotExist):
+				return fs.SkipAll // gone since its parent was listed
 			}
-			m.Unreadable = append(m.Unreadable, p)
+			*unreadable = append(*unreadable, p)
 			return fs.SkipDir
 		}
-		if p == "." {
+		if p == start {
+			if d.IsDir() && t.o.Dir != nil {
+				t.o.Dir(p)
+			}
 			return nil
 		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // gone since the directory was listed
-		}
-		if err != nil {
-			m.Entries = append(m.Entries, Entry{Path: p, Mode: d.Type(), Skipped: "unreadable: " + err.Error()})
-			return nil
-		}
-		e := Entry{Path: p, Mode: fi.Mode(), Inode: inode(fi)}
-		if e.IsDir() {
-			m.Entries = append(m.Entries, e)
-			return nil
-		}
-		e.Size, e.MTime = fi.Size(), fi.ModTime().UnixNano()
-		if old, ok := prev.Lookup(p); ok && old.sameStat(e) && e.MTime < racyAfter {
-			e.Digest, e.Skipped = old.Digest, old.Skipped
-			m.Entries = append(m.Entries, e)
-			return nil
-		}
-		if err := o.content(root, &e); err != nil {
+		e, ok, err := t.entry(p, d)
+		if err != nil || !ok {
 			return err
 		}
-		m.Entries = append(m.Entries, e)
+		add(e)
+		if e.IsDir() && t.o.Dir != nil {
+			t.o.Dir(p)
+		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// entry stats d (at p) and, for a file whose stat differs from prev's
+// entry (or is racy), reads its content. ok is false when p is gone.
+func (t *taker) entry(p string, d fs.DirEntry) (Entry, bool, error) {
+	fi, err := d.Info()
+	return t.entryOf(p, d.Type(), fi, err)
+}
+
+// entryOf is entry from p's lstat (fi, err) and its type bits as listed.
+func (t *taker) entryOf(p string, typ fs.FileMode, fi fs.FileInfo, err error) (Entry, bool, error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return Entry{}, false, nil // gone since the directory was listed
 	}
-	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	return m, nil
+	if err != nil {
+		return Entry{Path: p, Mode: typ, Skipped: "unreadable: " + err.Error()}, true, nil
+	}
+	e := Entry{Path: p, Mode: fi.Mode(), Inode: inode(fi)}
+	if e.IsDir() {
+		return e, true, nil
+	}
+	e.Size, e.MTime = fi.Size(), fi.ModTime().UnixNano()
+	if old, ok := t.prev.Lookup(p); ok && old.sameStat(e) && e.MTime < t.racyAfter {
+		e.Digest, e.Skipped = old.Digest, old.Skipped
+		return e, true, nil
+	}
+	if err := t.o.content(t.root, &e); err != nil {
+		return Entry{}, false, err
+	}
+	return e, true, nil
 }
 
 // content reads e's content, sets its Digest (and Skipped for content not

@@ -210,14 +210,14 @@ func TestEncodeDecode(t *testing.T) {
 	if err != nil || string(again) != string(data) {
 		t.Errorf("two encodings of one manifest differ (%v)", err)
 	}
-	back, err := workspace.Decode(data)
+	back, err := workspace.Decode(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(m.Entries, back.Entries); diff != "" || !back.Taken.Equal(m.Taken) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	if _, err := workspace.Decode([]byte("not a manifest")); err == nil {
+	if _, err := workspace.Decode([]byte("not a manifest"), nil); err == nil {
 		t.Error("Decode of garbage succeeded")
 	}
 }
