@@ -100,6 +100,9 @@ type Options struct {
 func Scan(ctx context.Context, root *os.Root, prev *Manifest, opts *Options) (*Manifest, error) {
 	o := opts.defaults()
 	m := &Manifest{Taken: o.Now()}
+	if prev != nil {
+		m.Entries = make([]Entry, 0, len(prev.Entries)+len(prev.Entries)/8)
+	}
 	t := &taker{o: o, root: root, prev: prev, racyAfter: racyAfter(prev)}
 	if err := t.tree(ctx, ".", func(e Entry) { m.Entries = append(m.Entries, e) }, &m.Unreadable); err != nil {
 		return nil, err
