@@ -39,6 +39,12 @@ func (a *Agent) CollectBlobs(ctx context.Context, opts *CollectOptions) (*checkp
 	if err := a.requirePersistent(); err != nil {
 		return nil, err
 	}
+	return a.collectBlobs(ctx, &checkpoint.CollectOptions{Grace: o.Grace, DryRun: o.DryRun})
+}
+
+// collectBlobs is CollectBlobs with the checkpoint package's options (Also
+// is filled in here).
+func (a *Agent) collectBlobs(ctx context.Context, o *checkpoint.CollectOptions) (*checkpoint.CollectResult, error) {
 	bs := a.blobStore()
 	if bs == nil {
 		return &checkpoint.CollectResult{}, nil
@@ -64,7 +70,22 @@ func (a *Agent) CollectBlobs(ctx context.Context, opts *CollectOptions) (*checkp
 			}
 		}
 	}
-	return checkpoint.CollectBlobs(ctx, a.store, bs, &checkpoint.CollectOptions{Grace: o.Grace, Also: also, DryRun: o.DryRun})
+	o.Also = also
+	return checkpoint.CollectBlobs(ctx, a.store, bs, o)
+}
+
+// sessionBlobs returns the blobs session id's log names, nil when the
+// store keeps none or the log cannot be read (a later --prune collects
+// them then).
+func (a *Agent) sessionBlobs(ctx context.Context, id string) map[string]bool {
+	if a.blobStore() == nil {
+		return nil
+	}
+	refs := map[string]bool{}
+	if checkpoint.LogBlobRefs(ctx, a.store, id, checkpoint.BlobRefs, refs) != nil || len(refs) == 0 {
+		return nil
+	}
+	return refs
 }
 
 // latestManifest returns the digest of the last manifest session id's log

@@ -2,6 +2,7 @@ package liteagent_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +108,49 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// Deleting a session removes the blobs only its log named (no --prune
+// needed), and keeps those another session still needs.
+func TestDeleteSessionCollectsOnlyItsBlobs(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	f := runPromptsOn(t, store, map[string]file{"a.txt": {"old a\n", 0o644}, "shared.txt": {"shared\n", 0o644}}, [][]op{
+		{{kind: "bash", content: "echo mine > a.txt"}},
+	})
+	first := f.agent.SessionID()
+	_, p := startModel(t, "anthropic", turnReplies(1, []op{{kind: "bash", content: "echo b > b.txt"}})...)
+	other := newAgent(t, p, liteagent.Options{Checkpointer: store, Workdir: f.dir})
+	if _, err := other.Send(ctx, "another session"); err != nil {
+		t.Fatal(err)
+	}
+	before := blobCount(t, store)
+	if err := f.agent.DeleteSession(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Blob(ctx, checkpoint.BlobDigest([]byte("old a\n"))); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("the prior content only the deleted session named: %v, want it collected", err)
+	}
+	for _, kept := range []string{"mine\n", "shared\n"} {
+		if _, err := store.Blob(ctx, checkpoint.BlobDigest([]byte(kept))); err != nil {
+			t.Errorf("blob of %q, which the other session's manifest holds: %v, want it kept", kept, err)
+		}
+	}
+	if after := blobCount(t, store); after >= before {
+		t.Errorf("%d blobs after the delete, %d before: want fewer", after, before)
+	}
+	cps, err := other.ListCheckpoints(ctx, other.SessionID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Restore(ctx, other.SessionID(), cps[0].Seq, nil); err != nil {
+		t.Fatalf("the other session's restore after the delete: %v", err)
+	}
+	if got := tree(t, f.dir); got["a.txt"].content != "mine\n" || got["b.txt"].content != "" {
+		t.Errorf("after the other session's restore: %v, want b.txt gone and a.txt left", got)
+	}
 }

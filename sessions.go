@@ -253,7 +253,8 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 }
 
 // DeleteSession removes a session's log and what is private to it: its
-// private task list, and its background jobs (stopped). Shared task lists
+// private task list, its background jobs (stopped), and the blobs (the
+// content kept to undo its shell commands) no other log names. Shared task lists
 // remain. The current session cannot be deleted while a turn runs; deleting
 // it makes the next Send start a new session. The private list goes first,
 // so a delete cut short is finished by repeating it.
@@ -277,8 +278,14 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if err := a.deleteTaskList(ctx, PrivateTaskListID(id)); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
+	blobs := a.sessionBlobs(ctx, id)
 	if err := a.store.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if blobs != nil {
+		// The blobs only it named go too (blobgc.go); what this misses,
+		// --prune collects.
+		a.collectBlobs(ctx, &checkpoint.CollectOptions{Only: blobs})
 	}
 	a.mu.Lock()
 	cur := a.cur

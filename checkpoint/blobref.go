@@ -98,6 +98,11 @@ type CollectOptions struct {
 	Also map[string]bool
 	// DryRun removes nothing.
 	DryRun bool
+	// Only, when set, limits the collection to these digests (the blobs a
+	// deleted session's log named): others are neither removed nor
+	// counted, and Grace does not apply to these, which a log named, and
+	// so were stored before it.
+	Only map[string]bool
 }
 
 // CollectBlobs removes the blobs of bs that no log of c names (see
@@ -129,7 +134,10 @@ func CollectBlobs(ctx context.Context, c Checkpointer, bs BlobStore, opts *Colle
 		if err != nil {
 			return nil, fmt.Errorf("collect blobs: %w", err)
 		}
-		if refs[in.Digest] || !in.Stored.Before(cutoff) {
+		if o.Only != nil && !o.Only[in.Digest] {
+			continue
+		}
+		if refs[in.Digest] || o.Only == nil && !in.Stored.Before(cutoff) {
 			res.Kept++
 			res.KeptBytes += in.Size
 			continue
