@@ -42,8 +42,8 @@ type WatchOptions struct {
 // by an event since it was last asked.
 //
 // To know that it has read every event that happened before it was asked,
-// Changed writes to a file in a private directory (outside the workdir)
-// the same watcher watches and waits for that write's event: the kernel
+// Changed writes to a private file (outside the workdir, unlinked once
+// watched) the same watcher watches and waits for that write's event: the kernel
 // queues one watcher's events in order, so every earlier change has been
 // read.
 //
@@ -52,7 +52,7 @@ type WatchOptions struct {
 type Watcher struct {
 	fw       *fsnotify.Watcher
 	dir      string // the workdir, absolute
-	syncDir  string
+	syncPath string
 	syncFile *os.File // written by Changed; its events are not changes
 	syncMu   sync.Mutex
 	maxDirs  int
@@ -89,26 +89,23 @@ func NewWatcher(dir string, opts *WatchOptions) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUntrusted, err)
 	}
-	var syncFile *os.File
-	syncDir, err := os.MkdirTemp("", "lite-agent-watch-")
+	// The sync file is watched itself and then unlinked: its inode lives
+	// as long as the open file, so its writes still make events, and a
+	// process that dies leaves nothing behind.
+	syncFile, err := os.CreateTemp("", "lite-agent-watch-")
 	if err == nil {
-		syncFile, err = os.Create(filepath.Join(syncDir, "sync"))
-	}
-	if err == nil {
-		err = fw.Add(syncDir)
+		err = fw.Add(syncFile.Name())
+		os.Remove(syncFile.Name())
 	}
 	if err != nil {
 		fw.Close()
 		if syncFile != nil {
 			syncFile.Close()
 		}
-		if syncDir != "" {
-			os.RemoveAll(syncDir)
-		}
 		return nil, fmt.Errorf("%w: %v", ErrUntrusted, err)
 	}
 	w := &Watcher{
-		fw: fw, dir: filepath.Clean(dir), syncDir: syncDir, syncFile: syncFile, maxDirs: o.MaxDirs, timeout: o.SyncTimeout,
+		fw: fw, dir: filepath.Clean(dir), syncPath: syncFile.Name(), syncFile: syncFile, maxDirs: o.MaxDirs, timeout: o.SyncTimeout,
 		done: make(chan struct{}), dirs: map[string]bool{}, changed: map[string]bool{},
 	}
 	go w.run()
@@ -216,7 +213,7 @@ func (w *Watcher) Err() error {
 	return w.broken
 }
 
-// Close stops the watcher and removes its private directory.
+// Close stops the watcher.
 func (w *Watcher) Close() error {
 	if w == nil {
 		return nil
@@ -224,7 +221,6 @@ func (w *Watcher) Close() error {
 	err := w.fw.Close()
 	<-w.done
 	w.syncFile.Close()
-	os.RemoveAll(w.syncDir)
 	return err
 }
 
@@ -257,7 +253,7 @@ func (w *Watcher) run() {
 func (w *Watcher) note(ev fsnotify.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if filepath.Dir(ev.Name) == w.syncDir {
+	if ev.Name == w.syncPath {
 		if w.waiting != nil && ev.Has(fsnotify.Write) {
 			close(w.waiting)
 			w.waiting = nil
