@@ -2,9 +2,18 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrLeaseLost is wrapped by the error of a write to a session whose lease
+// the writer held but lost (its store's connection broke, so the lock went)
+// and could not take back: another process holds it now (the error then
+// also wraps that *LeaseHeldError), or the store stayed unreachable.
+// Nothing was written. The turn must stop; the session can be resumed once
+// whoever holds it is done.
+var ErrLeaseLost = errors.New("this turn lost the session's lease and could not take it back, so nothing more was written")
 
 // Leaser is an optional ability of a Checkpointer: a liveness lease per
 // session, held by the process running a turn in it for as long as the turn

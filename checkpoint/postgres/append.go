@@ -89,9 +89,13 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 		return 0, fmt.Errorf("append %s: %w", id, err)
 	}
 	r := &appendReq{ctx: ctx, id: id, expected: expectedHead, events: prepared}
-	s.appending.Add(1)
-	s.group.Submit(r)
-	s.appending.Add(-1)
+	if l := s.leaseOf(id); l != nil {
+		s.appendLeased(l, r)
+	} else {
+		s.appending.Add(1)
+		s.group.Submit(r)
+		s.appending.Add(-1)
+	}
 	if r.err != nil {
 		return 0, s.fail("append "+id, r.err)
 	}
@@ -161,7 +165,7 @@ func (s *Store) commit(batch []*appendReq) {
 	backoff := 25 * time.Millisecond
 	solo := false
 	for round := 0; len(pending) > 0; round++ {
-		err := s.round(ctx, pending, solo)
+		err := s.onPool(ctx, func(c *pgx.Conn) error { return s.round(ctx, c, pending, solo) })
 		if errors.Is(err, errSolo) {
 			solo, err = true, nil
 		}
@@ -189,13 +193,50 @@ func (s *Store) commit(batch []*appendReq) {
 	}
 }
 
+// onPool runs fn on a connection of the pool.
+func (s *Store) onPool(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	return fn(c.Conn())
+}
+
+// appendLeased settles r, an append to a session whose lease this Store
+// holds, on the lease's connection (lease.go): it is applied only while
+// the lock is held, taken back if the connection broke and nobody else took
+// it. It does not wait for a group commit: the lease's connection serves
+// one session, whose appends come one at a time.
+func (s *Store) appendLeased(l *lease, r *appendReq) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pending := []*appendReq{r}
+	always := func(error) bool { return true } // the etag settles a repeat
+	for round := 0; !r.done; round++ {
+		if round == maxRounds {
+			r.err = fmt.Errorf("gave up after %d attempts: the session kept changing under this writer", maxRounds)
+			return
+		}
+		err := s.onLease(r.ctx, l, always, func(c *pgx.Conn) error { return s.round(r.ctx, c, pending, false) })
+		if err != nil && !r.done && !(isTransient(err) && !isConnectionLost(err)) {
+			s.giveUp(r.ctx, pending, err)
+			return
+		}
+	}
+}
+
 // giveUp fails the pending requests with err, after settling those whose
 // last attempt may have been applied: those succeed if it was.
 func (s *Store) giveUp(ctx context.Context, pending []*appendReq, err error) {
 	if slices.ContainsFunc(pending, func(r *appendReq) bool { return r.tag != 0 }) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 		defer cancel()
-		if _, rerr := s.resolve(rctx, pending); rerr != nil {
+		rerr := s.onPool(rctx, func(c *pgx.Conn) error {
+			_, err := s.resolve(rctx, c, pending)
+			return err
+		})
+		if rerr != nil {
 			for _, r := range pending {
 				if r.tag != 0 {
 					r.err = &ambiguousError{err}
@@ -243,14 +284,14 @@ func batchContext(batch []*appendReq) (context.Context, func()) {
 // resolve reads the current state of the pending requests' sessions, settles
 // the requests whose earlier attempt turned out to be applied, and returns
 // the states read.
-func (s *Store) resolve(ctx context.Context, pending []*appendReq) (map[string]state, error) {
+func (s *Store) resolve(ctx context.Context, c *pgx.Conn, pending []*appendReq) (map[string]state, error) {
 	ids := make([]string, 0, len(pending))
 	for _, r := range pending {
 		if !slices.Contains(ids, r.id) {
 			ids = append(ids, r.id)
 		}
 	}
-	states, err := s.readStates(ctx, ids)
+	states, err := s.readStates(ctx, c, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -280,8 +321,8 @@ func (s *Store) resolve(ctx context.Context, pending []*appendReq) (map[string]s
 
 // readStates reads the rows of sessions ids. Sessions without a row get a
 // state with exists false. The states are remembered in the cache.
-func (s *Store) readStates(ctx context.Context, ids []string) (map[string]state, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, entry, generation, etag FROM sessions WHERE id = ANY($1)`, ids)
+func (s *Store) readStates(ctx context.Context, c *pgx.Conn, ids []string) (map[string]state, error) {
+	rows, err := c.Query(ctx, `SELECT id, entry, generation, etag FROM sessions WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +401,7 @@ type plan struct {
 // and sends one pipeline of conditional statements for the rest. Requests it
 // settles are marked done; the others are left for the next round. The error
 // is that of the read or of the pipeline.
-func (s *Store) round(ctx context.Context, pending []*appendReq, solo bool) error {
+func (s *Store) round(ctx context.Context, c *pgx.Conn, pending []*appendReq, solo bool) error {
 	states := make(map[string]known, len(pending))
 	var need []*appendReq
 	s.cacheMu.Lock()
@@ -373,7 +414,7 @@ func (s *Store) round(ctx context.Context, pending []*appendReq, solo bool) erro
 	}
 	s.cacheMu.Unlock()
 	if len(need) > 0 {
-		fresh, err := s.resolve(ctx, need)
+		fresh, err := s.resolve(ctx, c, need)
 		if err != nil {
 			return err
 		}
@@ -439,7 +480,7 @@ func (s *Store) round(ctx context.Context, pending []*appendReq, solo bool) erro
 	if len(plans) == 0 {
 		return nil
 	}
-	return s.send(ctx, plans, solo)
+	return s.send(ctx, c, plans, solo)
 }
 
 // storableSummary rejects summaries whose indexed fields PostgreSQL's text
@@ -636,7 +677,7 @@ var errSolo = errors.New("retry appends one by one")
 // (left pending, their session to be read again), or failed with their
 // statement's error. If the connection breaks, the plans stay pending with
 // their etags set so the next round can tell whether they were applied.
-func (s *Store) send(ctx context.Context, plans []plan, solo bool) error {
+func (s *Store) send(ctx context.Context, conn *pgx.Conn, plans []plan, solo bool) error {
 	stmts := statements(plans, solo)
 	b := &pgx.Batch{}
 	for _, st := range stmts {
@@ -647,11 +688,6 @@ func (s *Store) send(ctx context.Context, plans []plan, solo bool) error {
 			return nil
 		}
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
 	for _, p := range plans {
 		p.r.tag, p.r.newHead = p.next.etag, p.next.sum.Head
 	}

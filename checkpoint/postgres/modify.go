@@ -65,9 +65,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	}
 	var head int64
 	var next state
-	err := s.retrySafe(ctx, func() error {
+	truncate := func(db beginner) error {
 		next = state{}
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			var raw []byte
 			var cur state
 			err := tx.QueryRow(ctx, `SELECT entry, generation, etag FROM sessions WHERE id = $1 FOR UPDATE`, id).Scan(&raw, &cur.gen, &cur.etag)
@@ -109,7 +109,16 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 			head = sum.Head
 			return err
 		})
-	})
+	}
+	var err error
+	if l := s.leaseOf(id); l != nil {
+		// Under this Store's lease, on the connection holding it (lease.go).
+		l.mu.Lock()
+		err = s.onLease(ctx, l, pgconn.SafeToRetry, func(c *pgx.Conn) error { return truncate(c) })
+		l.mu.Unlock()
+	} else {
+		err = s.retrySafe(ctx, func() error { return truncate(s.pool) })
+	}
 	var ce *checkpoint.ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -125,6 +134,11 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	s.remember(id, next)
 	s.cacheMu.Unlock()
 	return head, nil
+}
+
+// beginner is what starts a transaction: the pool, or a lease's connection.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // fold recomputes the summary of the first keep events of a log, and the

@@ -71,9 +71,11 @@ type Store struct {
 	cacheMu sync.Mutex
 	cache   map[string]state // last state this Store wrote or read, by session
 
-	blobTable  atomic.Bool // the blob table is known to exist (blob.go)
-	leaseMu    sync.Mutex
-	leaseConns map[*pgx.Conn]struct{} // connections holding a session lease (lease.go)
+	blobTable    atomic.Bool       // the blob table is known to exist (blob.go)
+	leaseMu      sync.Mutex        // guards the three below (lease.go)
+	leases       map[string]*lease // the session leases this Store holds, by session
+	idleConns    []*pgx.Conn       // connections kept for the next lease
+	closedLeases bool              // Close let go of them all
 }
 
 // Open connects to the PostgreSQL database named by url (postgres:// or
