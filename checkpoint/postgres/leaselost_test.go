@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -140,35 +141,50 @@ func TestLeaseLostToAnotherHost(t *testing.T) {
 }
 
 // BenchmarkTurnAppends measures what a turn's store work costs: take the
-// lease, make five appends, let go; "lease" makes them on the lease's
-// connection (as a turn does now), "pool" on the pool while the lease is
-// held by the same store's twin (as a turn did before the appends moved to
-// the lease's connection). With -count N the two alternate in one run.
+// lease, make five appends, let go. Each iteration runs it twice, in turn:
+// with the appends on the lease's connection (as a turn makes them now) and
+// on the pool while the same store holds the lease (as a turn made them
+// before they moved to the lease's connection; the twin store's appends
+// take that path), which of the two first alternating. It reports both
+// medians and their ratio.
 func BenchmarkTurnAppends(b *testing.B) {
 	loc := newSchema(b)
 	s, twin := openStore(b, loc, nil), openStore(b, loc, nil)
 	ctx := context.Background()
-	for _, mode := range []string{"lease", "pool"} {
-		b.Run(mode, func(b *testing.B) {
-			w := s
-			if mode == "pool" {
-				w = twin
-			}
-			for i := range b.N {
-				id := fmt.Sprintf("%s-%d-%d", mode, i, time.Now().UnixNano())
-				release, err := s.Lease(ctx, id)
-				if err != nil {
-					b.Fatal(err)
-				}
-				head, err := w.Append(ctx, id, 0, []session.Event{opened(id)})
-				for j := 0; j < 4 && err == nil; j++ {
-					head, err = w.Append(ctx, id, head, []session.Event{note("step")})
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				release()
-			}
-		})
+	turn := func(w *postgres.Store, id string) time.Duration {
+		start := time.Now()
+		release, err := s.Lease(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		head, err := w.Append(ctx, id, 0, []session.Event{opened(id)})
+		for j := 0; j < 4 && err == nil; j++ {
+			head, err = w.Append(ctx, id, head, []session.Event{note("step")})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+		return time.Since(start)
 	}
+	var onLease, onPool []time.Duration
+	for i := range b.N {
+		if i%2 == 0 { // which goes first alternates too
+			onLease = append(onLease, turn(s, fmt.Sprintf("lease-%d", i)))
+			onPool = append(onPool, turn(twin, fmt.Sprintf("pool-%d", i)))
+		} else {
+			onPool = append(onPool, turn(twin, fmt.Sprintf("pool-%d", i)))
+			onLease = append(onLease, turn(s, fmt.Sprintf("lease-%d", i)))
+		}
+	}
+	l, p := medianOf(onLease), medianOf(onPool)
+	b.ReportMetric(float64(l.Microseconds())/1000, "lease-ms-p50")
+	b.ReportMetric(float64(p.Microseconds())/1000, "pool-ms-p50")
+	b.ReportMetric(float64(l)/float64(p), "x-pool")
+	b.ReportMetric(0, "ns/op")
+}
+
+func medianOf(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	return d[len(d)/2]
 }
