@@ -91,10 +91,13 @@ func (a *Agent) claimRestore(ctx context.Context, id string, head, seq int64, un
 }
 
 // checkNotClaimed is the tool path's guard, before a tool that may write
-// runs, for stores without leases (with one, a restore cannot start while
-// this turn holds it): if the stored head moved past the session's, another
-// process appended (a restore's claim, or another writer) and the tool
-// must not touch the workdir.
+// runs, for stores without leases: if the stored head moved past the
+// session's, another process appended (a restore's claim, or another
+// writer) and the tool must not touch the workdir. With a lease, a restore
+// cannot start while this turn holds it, and the append of the tool's start
+// just made proves the lease still held: on PostgreSQL it ran on the very
+// server session holding the lock, and fails with checkpoint.ErrLeaseLost
+// when that lock is gone and could not be taken back.
 func (s *Session) checkNotClaimed(ctx context.Context, t tool.Tool) error {
 	if _, ok := s.a.store.(checkpoint.Leaser); ok {
 		return nil
