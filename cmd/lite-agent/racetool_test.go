@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 )
 
@@ -78,4 +79,58 @@ func exitWord(code int) string {
 		return "won"
 	}
 	return "lost"
+}
+
+// TestTurnLosesItsLease: the server ends the connection holding a running
+// turn's lease (pg_terminate_backend) while the model streams, and another
+// process takes the lease: the turn exits 4 saying it lost the lease and
+// naming the new holder, its write tool does not run, and the log reads
+// whole, ending where it was when the lease went.
+func TestTurnLosesItsLease(t *testing.T) {
+	db := postgresDB(t)
+	srv := startModel(t,
+		fakemodel.Reply{DelayMS: 3000, ToolCalls: []fakemodel.ToolCall{toolCall("w1", "write", map[string]any{"path": "a.txt", "content": "one\n"})}},
+		fakemodel.Reply{Text: "made a"},
+	)
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	p := start(t, srv, work, "--session-db", db, "--allow", "edit", "make a")
+	waitFor(t, "the model request", func() bool { return len(srv.Requests()) > 0 })
+	id := onlySession(t, work, db)
+	before := exportLines(t, work, db, id)
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var ended int
+	if err := conn.QueryRow(ctx, `WITH k AS (SELECT hashtextextended('lite-agent session lease ' || current_schema() || ' ' || $1, 0) AS key)
+		SELECT count(pg_terminate_backend(l.pid)) FROM k, pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+		AND l.classid = ((k.key >> 32) & 4294967295)::oid AND l.objid = (k.key & 4294967295)::oid`, id).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("ending the lease's connection: %d, %v", ended, err)
+	}
+	var got bool
+	waitFor(t, "the lease to be free", func() bool {
+		err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('lite-agent session lease ' || current_schema() || ' ' || $1, 0))`, id).Scan(&got)
+		return err == nil && got
+	})
+	code := exitOf(t, p)
+	if code != 4 || !strings.Contains(p.stderr.String(), "lost the session's lease") || !strings.Contains(p.stderr.String(), "running now in process") {
+		t.Fatalf("the turn that lost its lease: exit %d, %s; want 4 saying so and naming the holder", code, p.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(work, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("the write tool ran after the turn lost its lease: %v", err)
+	}
+	if after := exportLines(t, work, db, id); after != before {
+		t.Errorf("the log changed after the lease was lost:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+func exportLines(t *testing.T, work, db, id string) string {
+	t.Helper()
+	code, out, errs := run(t, nil, work, "--session-db", db, "--export", id)
+	if code != 0 {
+		t.Fatalf("--export: %d %s", code, errs)
+	}
+	return out
 }
