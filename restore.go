@@ -183,6 +183,7 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 			return nil, fmt.Errorf("restore %s: a restore to checkpoint %d was cut off; re-run it (to %d) to finish it first", id, claim.ToSeq, claim.ToSeq)
 		}
 		events = events[:len(events)-1]
+		a.clearRestoreStrays(claim)
 	}
 	head := int64(len(events))
 	if seq != head { // at the head there is nothing to undo (a repeated restore)
@@ -245,7 +246,7 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	// holds the old head now loses with a conflict, and one that got in
 	// first makes this append fail, with nothing written.
 	if !claimed {
-		if err := a.claimRestore(ctx, id, head, seq, undo); err != nil {
+		if err := a.claimRestore(ctx, id, head, seq, undo, paths); err != nil {
 			return res, err
 		}
 	}

@@ -79,8 +79,8 @@ func restoreClaim(events []session.Event) (session.RestoreStarted, bool, error) 
 // claimRestore appends restore_started at head: from then on the session is
 // the restore's until its truncation removes the claim. A writer that got in
 // first makes it fail with a conflict, and nothing was written.
-func (a *Agent) claimRestore(ctx context.Context, id string, head, seq int64, undo string) error {
-	ev := mustEvent(session.TypeRestoreStarted, session.RestoreStarted{ToSeq: seq, Head: head, Undo: undo, Workdir: a.root.Dir()})
+func (a *Agent) claimRestore(ctx context.Context, id string, head, seq int64, undo string, paths []string) error {
+	ev := mustEvent(session.TypeRestoreStarted, session.RestoreStarted{ToSeq: seq, Head: head, Undo: undo, Workdir: a.root.Dir(), Paths: paths})
 	if _, err := a.store.Append(ctx, id, head, []session.Event{ev}); err != nil {
 		if checkpoint.IsConflict(err) {
 			return fmt.Errorf("restore %s: the session was written by another agent or process while the restore read it; no file was written (run the restore again once it is idle): %w", id, err)
@@ -88,6 +88,17 @@ func (a *Agent) claimRestore(ctx context.Context, id string, head, seq int64, un
 		return fmt.Errorf("restore %s: claim the session: %w; no file was written", id, err)
 	}
 	return nil
+}
+
+// clearRestoreStrays removes the temporary files a restore cut off while
+// writing (a crash, a kill) left beside the files its claim c names, when
+// the workdir in use is the one that restore wrote in: only files of the
+// exact shape a write gives its temporary file (tool.StrayTempOf).
+// Failures are left for the doctor to report.
+func (a *Agent) clearRestoreStrays(c session.RestoreStarted) {
+	if len(c.Paths) > 0 && c.Workdir == a.root.Dir() {
+		a.root.RemoveStrayTemps(c.Paths)
+	}
 }
 
 // checkNotClaimed is the tool path's guard, before a tool that may write

@@ -119,5 +119,6 @@ func (a *Agent) checkRestoring(ctx context.Context, id string, st *session.State
 		last = append(last[:0], e)
 	}
 	c, _, _ := restoreClaim(last)
+	a.clearRestoreStrays(c)
 	return &RestoringError{Session: id, ToSeq: c.ToSeq}
 }

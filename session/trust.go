@@ -34,4 +34,9 @@ type RestoreStarted struct {
 	Undo  string `json:"undo"`   // the session that keeps the log as it was
 	// Workdir is the canonical workdir the restore writes in.
 	Workdir string `json:"workdir"`
+	// Paths are the files the restore may write (workdir-relative,
+	// slash-separated): a run cut off while writing one leaves a
+	// temporary file beside it, which the next run, resume or
+	// acknowledgement removes. Absent in claims of earlier versions.
+	Paths []string `json:"paths,omitempty"`
 }
