@@ -33,6 +33,9 @@ func salvageSession(ctx context.Context, c *config, e *env, id string, std IO) e
 			}
 			lost = append(lost, r+": "+oneLine(g.Reason))
 		}
+		if sv.Reconstructed {
+			fmt.Fprintf(std.Stderr, "lite-agent: the first event of session %s (session_started) is damaged: seq 1 of the stream is rebuilt from the database's summary of the session (id, workdir, model); its provider is lost. The header marks it as reconstructed.\n", id)
+		}
 		fmt.Fprintf(std.Stderr, "lite-agent: salvaged events 1 to %d of session %s: %d of its %d events verify; damaged: %s. The stream is marked as salvaged; import it into another database with: lite-agent --session-db NEW.db --import FILE\n",
 			sv.Events, id, sv.Kept, sv.Head, strings.Join(lost, "; "))
 	}

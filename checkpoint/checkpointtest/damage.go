@@ -52,6 +52,8 @@ var damageCases = []struct {
 	seq  int64
 }{
 	{"FlippedByte", FlipByte, 3},
+	{"FlippedByteInFirstEvent", FlipByte, 1},
+	{"DroppedFirstEvent", DropEvent, 1},
 	{"FlippedByteInLastEvent", FlipByte, damageLen},
 	{"DroppedEvent", DropEvent, 3},
 	{"CutLog", CutLog, 4},
@@ -115,7 +117,9 @@ func testDamage(t *testing.T, b Backend) {
 // wantSalvage salvages damaged session id (log as written, damage d at seq)
 // into a fresh store of the same backend and checks that every event that
 // still verifies came over at its seq, the damaged one as an event_lost in
-// its place when verified events follow it, a damaged tail left out.
+// its place when verified events follow it, a damaged tail left out; a
+// damaged seq 1 rebuilt from the store's summary (the session's id,
+// namespace, workdir and model), the stream saying so.
 func wantSalvage(tb testing.TB, b Backend, c checkpoint.Checkpointer, id string, log []session.Event, d Damage, seq int64) {
 	tb.Helper()
 	var buf bytes.Buffer
@@ -127,8 +131,11 @@ func wantSalvage(tb testing.TB, b Backend, c checkpoint.Checkpointer, id string,
 	if d == CutLog || seq == last {
 		last = seq - 1
 	}
-	if sv.Events != last || sv.Damage == nil || sv.Head != int64(len(log)) || len(sv.Lost) != 1 || sv.Lost[0].From != seq || sv.Lost[0].Reason == "" {
+	if sv.Events != last || sv.Damage == nil || sv.Head != int64(len(log)) || len(sv.Lost) != 1 || sv.Lost[0].From != seq || sv.Lost[0].Reason == "" || sv.Reconstructed != (seq == 1) {
 		tb.Fatalf("salvage after %s at seq %d: %+v; want seqs 1 to %d written, seq %d on reported lost", d, seq, sv, last, seq)
+	}
+	if h, _, _ := bytes.Cut(buf.Bytes(), []byte("\n")); bytes.Contains(h, []byte(`"reconstructed":true`)) != (seq == 1) {
+		tb.Fatalf("salvage after %s at seq %d: the header says seq 1 was rebuilt %v: %s", d, seq, seq != 1, h)
 	}
 	dst, err := b.Open(b.NewLocation(tb))
 	if err != nil {
@@ -143,7 +150,7 @@ func wantSalvage(tb testing.TB, b Backend, c checkpoint.Checkpointer, id string,
 		tb.Fatal(err)
 	}
 	want := slices.Clone(log[:last])
-	if seq <= last {
+	if seq <= last && seq > 1 {
 		want[seq-1] = session.Event{Seq: seq, Type: session.TypeEventLost}
 	}
 	if int64(len(got)) != last {
@@ -151,9 +158,13 @@ func wantSalvage(tb testing.TB, b Backend, c checkpoint.Checkpointer, id string,
 	}
 	for i, e := range got {
 		switch {
-		case i == 0: // marked as imported
-			if e.Type != session.TypeSessionStarted {
-				tb.Fatalf("salvaged seq 1 is %s", e.Type)
+		case i == 0: // marked as imported; rebuilt if it was damaged
+			var got, orig session.SessionStarted
+			if e.Type != session.TypeSessionStarted || e.Decode(&got) != nil || log[0].Decode(&orig) != nil {
+				tb.Fatalf("salvaged seq 1 is %s %s", e.Type, e.Data)
+			}
+			if got.ID != orig.ID || got.Namespace != orig.Namespace || got.Workdir != orig.Workdir || got.Model != orig.Model || got.Imported == nil || !got.Imported.Salvaged {
+				tb.Fatalf("salvaged seq 1 is %+v; want the original's id, namespace, workdir and model (%+v), marked as imported from a salvage", got, orig)
 			}
 		case want[i].Type == session.TypeEventLost:
 			var p session.EventLost

@@ -24,6 +24,9 @@ type header struct {
 	Damage   string `json:"damage,omitempty"`
 	// Lost are the seqs a salvage could not read (see Salvage).
 	Lost []Gap `json:"lost,omitempty"`
+	// Reconstructed is set when seq 1 (session_started) was lost and the
+	// stream's seq 1 was rebuilt from the store's summary of the session.
+	Reconstructed bool `json:"reconstructed,omitempty"`
 }
 
 // headerLine is the header line's envelope.
@@ -94,6 +97,11 @@ type Salvaged struct {
 	// are written as event_lost, those after it (a damaged tail with
 	// nothing readable after it) are left out.
 	Lost []Gap
+	// Reconstructed is set when seq 1 (session_started) did not verify
+	// and was rebuilt from the store's summary of the session: its id,
+	// kind, namespace, workdir, model, parent, import mark and creation
+	// time (its provider is lost).
+	Reconstructed bool
 }
 
 // Salvage writes to w every event of the log of session id that the store
@@ -108,8 +116,11 @@ type Salvaged struct {
 // as before). The log is read twice (once to find what verifies, once to
 // write it) and nothing is held in memory. A log that verifies whole is
 // exported as Export would. Errors other than damage (an unknown session, a
-// failing store) are returned as they are, and so is damage to seq 1 (the
-// session_started event): there is no session to import.
+// failing store) are returned as they are. A damaged seq 1 (the
+// session_started event) is rebuilt from the store's summary of the session
+// (Salvaged.Reconstructed, and the header says so); a summary that names
+// neither the session's namespace nor its workdir cannot stand in for it,
+// and that is an error: there is no session to import.
 func Salvage(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer) (Salvaged, error) {
 	sum, err := c.Head(ctx, id)
 	if err != nil {
@@ -126,12 +137,20 @@ func Salvage(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Wri
 	if out.Damage == nil {
 		return out, Export(ctx, c, id, w)
 	}
+	var first *session.Event
 	if len(out.Lost) > 0 && out.Lost[0].From == 1 {
-		return out, fmt.Errorf("salvage %s: its first event (session_started) is damaged, so there is no session to import: %w", id, out.Damage)
+		e, err := rebuildStart(id, sum)
+		if err != nil {
+			return out, fmt.Errorf("salvage %s: its first event (session_started) is damaged, %w, so there is no session to import; restore the store from a backup (the damage: %w)", id, err, out.Damage)
+		}
+		first, out.Reconstructed = &e, true
+		if out.Events == 0 {
+			out.Events = 1 // nothing after it verifies: the session alone
+		}
 	}
-	h := header{Session: id, Head: max(out.Head, out.Events), Events: out.Events, Salvaged: true, Damage: out.Damage.Error()}
+	h := header{Session: id, Head: max(out.Head, out.Events), Events: out.Events, Salvaged: true, Damage: out.Damage.Error(), Reconstructed: out.Reconstructed}
 	h.Lost = out.Lost
-	if err := writeSalvaged(ctx, c, id, w, h, out.Lost); err != nil {
+	if err := writeSalvaged(ctx, c, id, w, h, out.Lost, first); err != nil {
 		return out, fmt.Errorf("salvage: %w", err)
 	}
 	return out, nil
@@ -180,13 +199,29 @@ func walk(ctx context.Context, c checkpoint.Checkpointer, id string, head int64,
 	return gaps, first, nil
 }
 
+// rebuildStart rebuilds the session_started event of session id from the
+// store's summary of it, as seq 1 at the session's creation time.
+func rebuildStart(id string, sum session.Summary) (session.Event, error) {
+	if sum.Namespace == "" && sum.Workdir == "" {
+		return session.Event{}, errors.New("and the store's summary of it names neither its namespace nor its workdir to rebuild it from")
+	}
+	e, err := session.New(session.TypeSessionStarted, session.SessionStarted{
+		ID: id, Kind: sum.Kind, Namespace: sum.Namespace, Workdir: sum.Workdir, Model: sum.Model, Parent: sum.Parent, Imported: sum.Imported,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.Seq, e.Time = 1, sum.Created
+	return e, nil
+}
+
 // errEnough stops a walk that has written what it should.
 var errEnough = errors.New("enough")
 
 // writeSalvaged writes h, then seqs 1 to h.Events: the events that verify
 // and, for the seqs in lost, event_lost events (at the time of the event
-// before them).
-func writeSalvaged(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer, h header, lost []Gap) error {
+// before them), except that first, if not nil, stands for a lost seq 1.
+func writeSalvaged(ctx context.Context, c checkpoint.Checkpointer, id string, w io.Writer, h header, lost []Gap, first *session.Event) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	line, err := appendHeader(nil, h)
 	if err != nil {
@@ -208,6 +243,9 @@ func writeSalvaged(ctx context.Context, c checkpoint.Checkpointer, id string, w 
 				return err
 			}
 			e.Seq, e.Time = written+1, last
+			if written == 0 && first != nil {
+				e, last = *first, first.Time
+			}
 			if _, err := bw.Write(appendLine(line[:0], e)); err != nil {
 				return fmt.Errorf("salvage %s: write: %w", id, err)
 			}
@@ -229,6 +267,9 @@ func writeSalvaged(ctx context.Context, c checkpoint.Checkpointer, id string, w 
 	})
 	if errors.Is(err, errEnough) {
 		err = nil
+	}
+	if err == nil && written < h.Events && written == 0 && first != nil {
+		err = fill(1) // the rebuilt session_started alone
 	}
 	if err == nil && written < h.Events {
 		err = fmt.Errorf("salvage %s: the log ended after seq %d of the %d salvaged a moment ago (truncated meanwhile?); salvage it again", id, written, h.Events)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -161,5 +162,55 @@ func TestDamagedDatabasePage(t *testing.T) {
 	sameButImportMark(t, exported, salvaged, file, false)
 	if code, _, errs := run(t, nil, work, "--session-db", fresh, "--session-info", id); code != 0 {
 		t.Fatalf("--session-info of the imported session: exit %d, %q", code, errs)
+	}
+}
+
+// TestSalvageRebuildsFirstEvent: with the first event of a session
+// (session_started) damaged in a real SQLite database, --export --salvage
+// rebuilds it from the database's summary, says so on stderr and in the
+// stream's header, and --import brings the session into a fresh database
+// with its workdir and model, so it resumes there.
+func TestSalvageRebuildsFirstEvent(t *testing.T) {
+	srv := startModel(t, fakemodel.Reply{Text: "first answer"}, fakemodel.Reply{Text: "after the salvage"})
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	db := filepath.Join(t.TempDir(), "s.db")
+	if code, _, errs := run(t, srv, work, "--session-db", db, "--model", "claude-test", "hello"); code != 0 {
+		t.Fatalf("first turn: %d %s", code, errs)
+	}
+	id := onlySession(t, work, db)
+	h, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Exec(`UPDATE events SET data = CAST(replace(CAST(data AS TEXT), '"id"', '"ID"') AS BLOB) WHERE seq = 1`)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("damage seq 1: %v (%d rows)", err, n)
+	}
+	h.Close()
+	if code, _, errs := run(t, nil, work, "--session-db", db, "--export", id); code != 1 || !strings.Contains(errs, "damaged") {
+		t.Fatalf("--export of the damaged session: %d %s; want 1 saying it is damaged", code, errs)
+	}
+	code, salvaged, errs := run(t, nil, work, "--session-db", db, "--export", id, "--salvage")
+	if code != 0 || !strings.Contains(errs, "rebuilt from the database's summary") {
+		t.Fatalf("--export --salvage with seq 1 damaged: exit %d, %q; want it rebuilt and said so", code, errs)
+	}
+	head, first, _ := strings.Cut(salvaged, "\n")
+	if !strings.Contains(head, `"reconstructed":true`) || !strings.Contains(first, `"type":"session_started"`) || !strings.Contains(first, work) {
+		t.Fatalf("salvaged stream begins %s\n%.300s; want a header marking seq 1 reconstructed and a session_started naming %s", head, first, work)
+	}
+	file := filepath.Join(t.TempDir(), "salvaged.jsonl")
+	if err := os.WriteFile(file, []byte(salvaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	if code, _, errs := run(t, nil, work, "--session-db", fresh, "--import", file); code != 0 {
+		t.Fatalf("--import of the salvaged stream: %d %s", code, errs)
+	}
+	code, out, errs := run(t, nil, work, "--session-db", fresh, "--session-info", id)
+	if code != 0 || !strings.Contains(out, work) || !strings.Contains(out, "claude-test") || !strings.Contains(out, `"salvaged": true`) {
+		t.Fatalf("--session-info of the imported session: %d %s %s; want its workdir, model and the salvage mark", code, out, errs)
+	}
+	if code, out, errs := run(t, srv, work, "--session-db", fresh, "--resume", id, "go on"); code != 0 || !strings.Contains(out, "after the salvage") {
+		t.Fatalf("--resume of the imported session: %d %q %s", code, out, errs)
 	}
 }
