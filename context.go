@@ -53,7 +53,11 @@ func (a *Agent) contextEvents(ctx context.Context, st *session.State, workdir st
 // then the project context the log recorded. It is the same bytes every
 // turn, so the provider's prompt cache keeps it.
 func (a *Agent) systemPrompt(st *session.State) string {
-	pc := st.ProjectContext()
+	return a.systemText(st.ProjectContext())
+}
+
+// systemText is the system prompt with project context pc (nil: none).
+func (a *Agent) systemText(pc *session.ProjectContext) string {
 	if a.opts.NoProjectContext || pc == nil || pc.Text == "" {
 		return a.opts.System
 	}

@@ -13,11 +13,16 @@ import (
 // four appends instead of seven:
 //
 //	append                                   why it is its own append
-//	session_started, context, user_prompt    the prompt is durable before the model is called
+//	session_started, context, user_prompt    the prompt is durable before anything the model sends is seen
 //	assistant_message, tool_started, snaps   the intent and the snapshots are durable before the tool runs
 //	tool_finished                            the receipt is durable before the next model call (or tool)
 //	assistant_message, session_titled,       the turn's end; nothing waits on it
 //	turn_completed
+//
+// The turn's first model call is sent while the prompt's append is made
+// (early.go): its deltas are published, and its answer used, only once
+// the append is durable; if the append fails, the call is cancelled
+// unseen.
 //
 // An assistant message with tool calls is held until the first call's
 // intent is written, or written alone before a person is asked to approve

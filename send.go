@@ -77,7 +77,11 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 	}
 	title := s.startTitle(ctx, st, prompt, background)
 	defer title.stop()
+	// The first model call goes out while the prompt is made durable;
+	// nothing from it is seen before (early.go).
+	early := s.callEarly(ctx, prompt, start)
 	if err := s.append(ctx, append(start, mustEvent(session.TypeUserPrompt, session.UserPrompt{Text: prompt, Background: background}))...); err != nil {
+		early.discard()
 		return nil, err
 	}
 	if !background {
@@ -91,7 +95,11 @@ func (s *Session) turnLocked(ctx context.Context, prompt string, background bool
 			return res, s.interrupt(ctx, res, err)
 		}
 		res.ModelCalls++
-		resp, err := s.callModelCompacting(ctx)
+		resp, err, taken := early.take(ctx, s)
+		early = nil
+		if !taken {
+			resp, err = s.callModelCompacting(ctx)
+		}
 		if err != nil {
 			return res, s.interrupt(ctx, res, err)
 		}

@@ -22,13 +22,28 @@ import (
 // request to the first delta on the session's stream (sse-ttfb-ms),
 // beside the fake model's own time to its first streamed byte for a
 // request sent to it directly (model-ttfb-ms, and to its first delta
-// event, model-first-delta-ms); overhead-ms is sse-ttfb-ms less
+// event, model-first-delta-ms), the body of the server's previous turn
+// (the fake model reads and checks the whole body before it answers, so
+// the model's own time grows with the transcript as the turn's does,
+// one more turn per iteration); overhead-ms is sse-ttfb-ms less
 // model-ttfb-ms. It includes the SDK's turn before the model call (the
 // durable append of the prompt in SQLite: prompt-stored-ms is the time to
 // the 202), so sdk-first-delta-ms measures the same turn through
 // Session.Send alone and http-over-sdk-ms what HTTP and SSE add to it.
+//
+// It runs against a model that answers at once (model-0ms: the fake
+// model's only delay is its reading the request, on this machine's CPU)
+// and one that takes 20 ms to its first byte (model-20ms; a real model
+// takes hundreds), where the turn's own work before the model call can
+// overlap the model's.
 func BenchmarkFirstStreamByte(b *testing.B) {
-	m, err := fakemodel.Start(&fakemodel.Script{Replies: []fakemodel.Reply{{Text: "a short answer"}}, WhenDone: fakemodel.WhenDoneRepeatLast})
+	for _, delay := range []int{0, 20} {
+		b.Run("model-"+strconv.Itoa(delay)+"ms", func(b *testing.B) { benchFirstStreamByte(b, delay) })
+	}
+}
+
+func benchFirstStreamByte(b *testing.B, delayMS int) {
+	m, err := fakemodel.Start(&fakemodel.Script{Replies: []fakemodel.Reply{{Text: "a short answer", DelayMS: delayMS}}, WhenDone: fakemodel.WhenDoneRepeatLast})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,6 +147,11 @@ func BenchmarkFirstStreamByte(b *testing.B) {
 		}
 		cancel()
 		sresp.Body.Close()
+		// The next iteration's model's own first byte is measured with
+		// the body of this turn's request, the size the next turn's is.
+		if r := m.Requests(); len(r) > 0 {
+			direct = string(r[len(r)-1].Body)
+		}
 	}
 	b.StopTimer()
 	n := float64(b.N)
