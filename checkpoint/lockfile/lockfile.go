@@ -28,6 +28,13 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 )
 
+// probeRetries and probeWait bound how long Lease waits out readers'
+// shared locks (see LeaseHolder): about a second.
+const (
+	probeRetries = 1000
+	probeWait    = time.Millisecond
+)
+
 // Dir keeps session leases as lock files in one directory.
 type Dir struct {
 	dir string
@@ -61,6 +68,22 @@ func (d *Dir) Lease(ctx context.Context, id string) (func(), error) {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
 	}
 	ok, err := tryLock(f, true)
+	// A LeaseHolder elsewhere holds a shared lock for a moment while it
+	// looks: only an exclusive lock is a holder, so while the file can be
+	// locked shared, the exclusive lock is tried again.
+	for try := 0; err == nil && !ok && try < probeRetries; try++ {
+		if free, _ := tryLock(f, false); !free {
+			break
+		}
+		unlock(f)
+		select {
+		case <-time.After(probeWait):
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		}
+		ok, err = tryLock(f, true)
+	}
 	if err != nil || !ok {
 		defer f.Close()
 		if err != nil {

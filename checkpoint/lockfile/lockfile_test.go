@@ -54,3 +54,50 @@ func TestLease(t *testing.T) {
 		t.Fatalf("a lease for an id with slashes wrote outside its directory: %v", entries)
 	}
 }
+
+// TestLeaseWhileOthersLook: readers asking for the holder without pause
+// (as every session info request does) never make a Lease fail; a held
+// lease still refuses a second holder meanwhile.
+func TestLeaseWhileOthersLook(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "s.db.leases")
+	d := lockfile.New(dir)
+	release, err := d.Lease(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r := lockfile.New(dir)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r.LeaseHolder(ctx, "s1")
+			}
+		}()
+	}
+	for i := range 300 {
+		release, err := d.Lease(ctx, "s1")
+		if err != nil {
+			close(stop)
+			t.Fatalf("Lease %d while others look: %v", i, err)
+		}
+		var held *checkpoint.LeaseHeldError
+		if _, err := lockfile.New(dir).Lease(ctx, "s1"); !errors.As(err, &held) {
+			close(stop)
+			t.Fatalf("a second Lease while held: %v, want a *LeaseHeldError", err)
+		}
+		release()
+	}
+	close(stop)
+	for range 4 {
+		<-done
+	}
+}
