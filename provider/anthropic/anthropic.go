@@ -71,7 +71,7 @@ type Provider struct {
 	maxTokens int
 	retry     provider.RetryPolicy
 	cache     bool // mark prompt-cache breakpoints
-	encoded   *encoded
+	encoded   *provider.Encoded
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -122,7 +122,7 @@ func New(opts *Options) (*Provider, error) {
 		maxTokens: o.MaxTokens,
 		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, IdleTimeout: o.IdleTimeout},
 		cache:     !o.NoPromptCache,
-		encoded:   newEncoded(),
+		encoded:   provider.NewEncoded(),
 	}, nil
 }
 

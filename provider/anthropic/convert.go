@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,7 @@ import (
 )
 
 // params builds the API request for req: the params, each message in
-// them the JSON it was encoded to (see encoded).
+// them the JSON it was encoded to (see messages).
 func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 	if req.Model == "" {
 		return sdk.MessageNewParams{}, errors.New("anthropic: no model is set; name one, such as claude-sonnet-4-5")
@@ -119,20 +118,21 @@ func sendsABlock(m provider.Message) bool {
 }
 
 // messages maps the transcript to the JSON of its messages, each message
-// encoded once and kept (see encoded): a message sent before is sent as
-// the JSON it was encoded to then. With the prompt cache on, the two
+// encoded once and kept (provider.Encoded): a message sent before is sent
+// as the JSON it was encoded to then. With the prompt cache on, the two
 // breakpoints of marked go on their messages' last blocks.
 func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMessage, error) {
 	last, before := -1, -1
 	if p.cache {
 		last, before = marked(in)
 	}
-	gen := p.encoded.begin()
+	gen := p.encoded.Begin()
 	out := make([]json.RawMessage, 0, len(in))
 	for i, m := range in {
 		mark := i == last || i == before
-		if raw := p.encoded.get(gen, m, thinking, mark); raw != nil {
-			out = append(out, raw)
+		variant := encoding(thinking, mark)
+		if raws, ok := p.encoded.Get(gen, m, variant); ok {
+			out = append(out, raws...)
 			continue
 		}
 		mp, ok, err := message(i, m, thinking)
@@ -140,6 +140,7 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			return nil, err
 		}
 		if !ok {
+			p.encoded.Put(gen, m, variant, nil)
 			continue
 		}
 		if mark {
@@ -148,18 +149,33 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 				*c = sdk.NewCacheControlEphemeralParam()
 			}
 		}
-		raw, err := p.encoded.put(gen, m, thinking, mark, mp)
+		raw, err := mp.MarshalJSON() // the SDK's encoding, already compact
 		if err != nil {
 			return nil, fmt.Errorf("anthropic: message %d: %w", i+1, err)
 		}
+		p.encoded.Put(gen, m, variant, []json.RawMessage{raw})
 		out = append(out, raw)
 	}
-	p.encoded.trim()
+	p.encoded.Trim()
 	return out, nil
 }
 
-// body is the request body of params, whose messages are kept JSON (see
-// encoded): the SDK encodes the rest, and the messages' JSON goes in as it
+// encoding is the variant of a message's JSON kept in provider.Encoded:
+// thinking blocks are sent only with thinking on, and mark puts a cache
+// breakpoint on its last block.
+func encoding(thinking, mark bool) uint8 {
+	var v uint8
+	if thinking {
+		v |= 1
+	}
+	if mark {
+		v |= 2
+	}
+	return v
+}
+
+// body is the request body of params, whose messages are kept JSON
+// (provider.Encoded): the SDK encodes the rest, and the messages' JSON goes in as it
 // is, so a kept message costs a copy rather than the SDK's encoding and
 // compaction of it again. ok is false if the SDK's encoding is not of the
 // shape this relies on ({"max_tokens":N,"messages":[...],...}); the params
@@ -171,29 +187,15 @@ func body(params sdk.MessageNewParams) (b []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	const slot = `,"messages":[0]`
-	i := bytes.Index(top, []byte(slot))
-	if i < 0 || !maxTokensFirst.Match(top[:i]) {
-		return nil, false, nil
-	}
-	size := len(top)
-	for _, m := range msgs {
+	raws := make([]json.RawMessage, len(msgs))
+	for j, m := range msgs {
 		raw, ok := m.Overrides()
-		if !ok {
+		if raws[j], _ = raw.(json.RawMessage); !ok || raws[j] == nil {
 			return nil, false, nil
 		}
-		size += len(raw.(json.RawMessage)) + 1
 	}
-	b = make([]byte, 0, size)
-	b = append(b, top[:i+len(slot)-2]...)
-	for j, m := range msgs {
-		if j > 0 {
-			b = append(b, ',')
-		}
-		raw, _ := m.Overrides()
-		b = append(b, raw.(json.RawMessage)...)
-	}
-	return append(b, top[i+len(slot)-1:]...), true, nil
+	b, ok = provider.SpliceMessages(top, `,"messages":[0]`, maxTokensFirst, raws)
+	return b, ok, nil
 }
 
 // maxTokensFirst is what the SDK's encoding of a request starts with,

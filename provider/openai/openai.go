@@ -77,6 +77,7 @@ type Provider struct {
 	maxTokens int
 	retry     provider.RetryPolicy
 	noStream  bool
+	encoded   *provider.Encoded
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -121,6 +122,7 @@ func New(opts *Options) (*Provider, error) {
 		maxTokens: o.MaxTokens,
 		retry:     provider.RetryPolicy{MaxRetries: o.MaxRetries, BaseDelay: o.RetryBaseDelay, IdleTimeout: o.IdleTimeout},
 		noStream:  o.NoStream,
+		encoded:   provider.NewEncoded(),
 	}, nil
 }
 
@@ -163,7 +165,8 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 	}
 	var failed *failure
 	capture := option.WithMiddleware(captureFailure(&failed))
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params, capture)
+	params, opts := request(params)
+	stream := p.client.Chat.Completions.NewStreaming(ctx, params, append(opts, capture)...)
 	defer stream.Close()
 
 	var (

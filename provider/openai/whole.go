@@ -30,7 +30,8 @@ func emptyAnswer(r provider.Response) bool {
 func (p *Provider) whole(ctx context.Context, params sdk.ChatCompletionNewParams, model string, emit func(provider.Delta)) (provider.Response, error) {
 	var failed *failure
 	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{}
-	c, err := p.client.Chat.Completions.New(ctx, params, option.WithMiddleware(captureFailure(&failed)))
+	params, opts := request(params)
+	c, err := p.client.Chat.Completions.New(ctx, params, append(opts, option.WithMiddleware(captureFailure(&failed)))...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return provider.Response{}, ctx.Err()

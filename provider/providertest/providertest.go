@@ -1,7 +1,8 @@
 // Package providertest is the behaviour every model provider shows over
 // real HTTP against the fake model server (internal/fakemodel): streaming
 // text and tool calls, retries, clear errors, cancellation and cut
-// streams. Each provider package runs it from its own tests, with the
+// streams, and a kept transcript sent as the same bytes. Each provider
+// package runs it from its own tests, with the
 // expected messages that its wire format produces.
 package providertest
 
@@ -9,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -72,6 +75,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("StreamToolCall", func(t *testing.T) { streamToolCall(t, h) })
 	t.Run("CancelMidStream", func(t *testing.T) { cancelMidStream(t, h) })
 	t.Run("CutHalfWay", func(t *testing.T) { cutHalfWay(t, h) })
+	t.Run("KeptMessages", func(t *testing.T) { keptMessages(t, h) })
+	t.Run("KeptMessagesConcurrent", func(t *testing.T) { keptMessagesConcurrent(t, h) })
 }
 
 func streamText(t *testing.T, h Harness) {
@@ -298,4 +303,39 @@ func BenchStreamRoundTrip(b *testing.B, h Harness) {
 			b.Fatalf("Stream = %+v, %v", resp, err)
 		}
 	}
+}
+
+// EqualJSON fails the test unless got and want are the same JSON value
+// (keys in any order): what a request body assembled by hand must be to
+// the SDK's own encoding.
+func EqualJSON(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s is not JSON: %v\n%s", what, err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("the JSON %s should equal is not JSON: %v\n%s", what, err, want)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s:\n%s\nwant\n%s", what, got, want)
+	}
+}
+
+// LongTranscript is a transcript of n turns, each a prompt, a tool call,
+// its result and an answer, for benchmarks of requests in long sessions;
+// no two of its messages are the same.
+func LongTranscript(n int) []provider.Message {
+	var msgs []provider.Message
+	for i := range n {
+		cid := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			provider.Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}}},
+			provider.Message{Role: session.RoleAssistant, Blocks: []session.Block{{Type: session.BlockText, Text: "Let me edit it."},
+				{Type: session.BlockToolUse, ID: cid, Name: "edit", Input: []byte(`{"path":"f.go","old_string":"a","new_string":"b"}`)}}},
+			provider.Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockToolResult, ToolUseID: cid, Text: "edited f.go"}}},
+			provider.Message{Role: session.RoleAssistant, Blocks: []session.Block{{Type: session.BlockText, Text: fmt.Sprintf("Done: I changed a to b in f.go for prompt %d, as asked. Anything else?", i)}}},
+		)
+	}
+	return msgs
 }

@@ -1,4 +1,4 @@
-package anthropic_test
+package providertest
 
 import (
 	"bytes"
@@ -11,19 +11,19 @@ import (
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// TestKeptMessagesSendTheSameBytes: a provider that keeps each message's
+// keptMessages: a provider that keeps each message's
 // JSON sends, request after request of a growing transcript (thinking on
 // and off, the cache breakpoints moving, a message changed in place), the
 // same bodies as a fresh provider that encodes everything.
-func TestKeptMessagesSendTheSameBytes(t *testing.T) {
+func keptMessages(t *testing.T, h Harness) {
 	const n = 8
 	replies := strings.Repeat(`{"text": "ok"},`, 2*n)
-	srv := start(t, `{"replies": [{"thinking": "read it first", "text": "ok"}, `+strings.TrimSuffix(replies, ",")+`]}`)
-	warm := newProvider(t, srv, 0)
-	think := prompt("think")
+	srv := Start(t, `{"replies": [{"thinking": "read it first", "text": "ok"}, `+strings.TrimSuffix(replies, ",")+`]}`)
+	warm := h.New(t, srv, 0)
+	think := h.Prompt("think")
 	think.ThinkingBudget = 2048
-	signed, _, err := collect(t, t.Context(), warm, think)
-	if err != nil || signed.Blocks[0].Type != session.BlockThinking {
+	signed, _, err := h.Collect(t, t.Context(), warm, think)
+	if err != nil || len(signed.Blocks) == 0 || signed.Blocks[0].Type != session.BlockThinking {
 		t.Fatalf("a signed thinking block: %+v %v", signed.Blocks, err)
 	}
 	var msgs []session.Message
@@ -46,8 +46,8 @@ func TestKeptMessagesSendTheSameBytes(t *testing.T) {
 		if i%3 == 0 {
 			req.ThinkingBudget = 2048
 		}
-		for _, p := range []provider.Provider{warm, newProvider(t, srv, 0)} {
-			if _, _, err := collect(t, t.Context(), p, req); err != nil {
+		for _, p := range []provider.Provider{warm, h.New(t, srv, 0)} {
+			if _, _, err := h.Collect(t, t.Context(), p, req); err != nil {
 				t.Fatalf("request %d: %v (server: %v)", i, err, srv.Err())
 			}
 		}
@@ -62,13 +62,13 @@ func TestKeptMessagesSendTheSameBytes(t *testing.T) {
 	}
 }
 
-// TestKeptMessagesConcurrentSessions: sessions sharing a provider send
+// keptMessagesConcurrent: sessions sharing a provider send
 // their own transcripts (run with -race).
-func TestKeptMessagesConcurrentSessions(t *testing.T) {
+func keptMessagesConcurrent(t *testing.T, h Harness) {
 	const sessions, calls = 4, 5
 	replies := strings.Repeat(`{"text": "ok"},`, sessions*calls)
-	srv := start(t, `{"replies": [`+strings.TrimSuffix(replies, ",")+`]}`)
-	p := newProvider(t, srv, 0)
+	srv := Start(t, `{"replies": [`+strings.TrimSuffix(replies, ",")+`]}`)
+	p := h.New(t, srv, 0)
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
 	for s := range sessions {
@@ -76,7 +76,7 @@ func TestKeptMessagesConcurrentSessions(t *testing.T) {
 			var msgs []session.Message
 			for c := range calls {
 				msgs = append(msgs, session.Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: fmt.Sprintf("session %d call %d", s, c)}}})
-				if _, _, err := collect(t, t.Context(), p, provider.Request{Model: "m", Messages: msgs}); err != nil {
+				if _, _, err := h.Collect(t, t.Context(), p, provider.Request{Model: h.Model, Messages: msgs}); err != nil {
 					errs <- err
 					return
 				}

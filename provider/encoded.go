@@ -1,0 +1,177 @@
+package provider
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"hash/maphash"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// EncodedCap bounds the JSON an Encoded keeps; past it, the messages least
+// recently sent are let go.
+const EncodedCap = 64 << 20
+
+// Encoded keeps the JSON that a provider's SDK encoded each transcript
+// message to, so that a request re-encodes only the messages new since the
+// last one: every model call sends the whole transcript, and the official
+// SDKs' reflection-based encoders are slow (a 500-turn transcript: about
+// 25 ms through the Anthropic SDK, 1.5-3.7 ms from kept JSON;
+// BenchmarkEncodeLongTranscript in provider/anthropic, figures in README).
+// A kept message is sent as the same bytes, which is also what a prompt
+// cache needs. A message maps to any number of the API's messages, kept
+// together. Variant tells apart encodings of one message that depend on
+// the request (thinking on or off, a cache breakpoint on it). Encoded is
+// safe for concurrent use: sessions sharing a provider share it.
+type Encoded struct {
+	seed  maphash.Seed
+	mu    sync.Mutex
+	byKey map[uint64][]*encodedMessage
+	size  int    // bytes of JSON kept
+	limit int    // EncodedCap, smaller in tests
+	gen   uint64 // bumped by every request
+}
+
+// encodedMessage is one message as it was encoded.
+type encodedMessage struct {
+	msg     Message // compared in full: a hash match alone is not trusted
+	variant uint8
+	json    []json.RawMessage
+	used    uint64 // the gen of the last request that sent it
+}
+
+// NewEncoded returns an empty Encoded.
+func NewEncoded() *Encoded {
+	return &Encoded{seed: maphash.MakeSeed(), byKey: map[uint64][]*encodedMessage{}, limit: EncodedCap}
+}
+
+// Begin starts a request and returns its generation, for Get and Put.
+func (e *Encoded) Begin() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gen++
+	return e.gen
+}
+
+// Get returns the JSON m was encoded to in variant; ok is false if it was
+// not kept.
+func (e *Encoded) Get(gen uint64, m Message, variant uint8) (msgs []json.RawMessage, ok bool) {
+	k := e.key(m, variant)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, em := range e.byKey[k] {
+		if em.variant == variant && sameMessage(em.msg, m) {
+			em.used = gen
+			return em.json, true
+		}
+	}
+	return nil, false
+}
+
+// Put keeps msgs, the JSON m was encoded to in variant.
+func (e *Encoded) Put(gen uint64, m Message, variant uint8, msgs []json.RawMessage) {
+	k := e.key(m, variant)
+	em := &encodedMessage{msg: m, variant: variant, json: msgs, used: gen}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.byKey[k] = append(e.byKey[k], em)
+	for _, j := range msgs {
+		e.size += len(j)
+	}
+}
+
+// Trim lets go of the least recently sent messages while more than
+// EncodedCap bytes are kept, down to half of it.
+func (e *Encoded) Trim() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.size <= e.limit {
+		return
+	}
+	var all []*encodedMessage
+	for _, ems := range e.byKey {
+		all = append(all, ems...)
+	}
+	slices.SortFunc(all, func(a, b *encodedMessage) int { return cmp.Compare(b.used, a.used) })
+	e.byKey, e.size = map[uint64][]*encodedMessage{}, 0
+	for _, em := range all {
+		n := 0
+		for _, j := range em.json {
+			n += len(j)
+		}
+		if e.size+n > e.limit/2 {
+			break
+		}
+		k := e.key(em.msg, em.variant)
+		e.byKey[k] = append(e.byKey[k], em)
+		e.size += n
+	}
+}
+
+// key hashes everything of m that its JSON depends on.
+func (e *Encoded) key(m Message, variant uint8) uint64 {
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	h.WriteString(m.Role)
+	h.WriteByte(variant)
+	for _, b := range m.Blocks {
+		h.WriteByte(0)
+		for _, s := range [...]string{b.Type, b.Text, b.ID, b.Name, b.ToolUseID, b.Signature} {
+			h.WriteString(s)
+			h.WriteByte(0)
+		}
+		h.Write(b.Input)
+		if b.IsError {
+			h.WriteByte(1)
+		}
+		for _, im := range b.Images {
+			h.WriteString(im.MediaType)
+			h.Write(im.Data)
+		}
+	}
+	return h.Sum64()
+}
+
+// sameMessage reports whether a and b are the same message, field by field
+// (TestEncodedCoversEveryField fails when session.Block gains a field this
+// does not compare).
+func sameMessage(a, b Message) bool {
+	return a.Role == b.Role && slices.EqualFunc(a.Blocks, b.Blocks, func(x, y session.Block) bool {
+		return x.Type == y.Type && x.Text == y.Text && x.ID == y.ID && x.Name == y.Name &&
+			bytes.Equal(x.Input, y.Input) && x.ToolUseID == y.ToolUseID && x.IsError == y.IsError &&
+			x.Signature == y.Signature && slices.EqualFunc(x.Images, y.Images, func(p, q session.Image) bool {
+			return p.MediaType == q.MediaType && bytes.Equal(p.Data, q.Data)
+		})
+	})
+}
+
+// SpliceMessages returns the request body top with msgs, joined, in place
+// of the array slot (such as `"messages":[0]`, what the SDK encoded for a
+// one-element placeholder list), so that kept JSON goes in as it is rather
+// than through the SDK's encoder again. before must match all of top
+// before slot, which tells the slot from text that looks like it; ok is
+// false if it does not (the caller then lets the SDK encode the request).
+func SpliceMessages(top []byte, slot string, before *regexp.Regexp, msgs []json.RawMessage) (body []byte, ok bool) {
+	i := bytes.Index(top, []byte(slot))
+	if i < 0 || !before.Match(top[:i]) || !strings.HasSuffix(slot, "[0]") {
+		return nil, false
+	}
+	size := len(top)
+	for _, m := range msgs {
+		size += len(m) + 1
+	}
+	body = make([]byte, 0, size)
+	body = append(body, top[:i+len(slot)-2]...)
+	for j, m := range msgs {
+		if j > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, m...)
+	}
+	return append(body, top[i+len(slot)-1:]...), true
+}

@@ -1,0 +1,91 @@
+package provider
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// TestEncodedCoversEveryField: changing any one field of a block (or of
+// its image) makes the message another one to Encoded, so a kept message
+// is never sent for a changed one. It fails when session.Block or
+// session.Image gains a field that sameMessage and key do not cover.
+func TestEncodedCoversEveryField(t *testing.T) {
+	base := session.Block{Type: "tool_result", Text: "t", ID: "i", Name: "n", Input: []byte(`{"a":1}`),
+		ToolUseID: "u", IsError: false, Images: []session.Image{{MediaType: "image/png", Data: []byte{1}}}, Signature: "s"}
+	e := NewEncoded()
+	m := Message{Role: session.RoleUser, Blocks: []session.Block{base}}
+	changes := map[string]func(b *session.Block){}
+	bt := reflect.TypeFor[session.Block]()
+	for i := range bt.NumField() {
+		f := bt.Field(i)
+		switch f.Name {
+		case "Images":
+			changes["Images.MediaType"] = func(b *session.Block) { b.Images = []session.Image{{MediaType: "image/gif", Data: []byte{1}}} }
+			changes["Images.Data"] = func(b *session.Block) { b.Images = []session.Image{{MediaType: "image/png", Data: []byte{2}}} }
+			if n := reflect.TypeFor[session.Image]().NumField(); n != 2 {
+				t.Fatalf("session.Image has %d fields; teach sameMessage, key and this test the new one", n)
+			}
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.String:
+			changes[f.Name] = func(b *session.Block) { v := reflect.ValueOf(b).Elem().Field(i); v.SetString(v.String() + "x") }
+		case reflect.Bool:
+			changes[f.Name] = func(b *session.Block) { v := reflect.ValueOf(b).Elem().Field(i); v.SetBool(!v.Bool()) }
+		case reflect.Slice:
+			changes[f.Name] = func(b *session.Block) { reflect.ValueOf(b).Elem().Field(i).SetBytes([]byte(`{"a":2}`)) }
+		default:
+			t.Fatalf("session.Block.%s is a %s; teach sameMessage, key and this test about it", f.Name, f.Type)
+		}
+	}
+	for name, change := range changes {
+		b := base
+		change(&b)
+		other := Message{Role: m.Role, Blocks: []session.Block{b}}
+		if sameMessage(m, other) {
+			t.Errorf("a block with another %s is the same message to sameMessage", name)
+		}
+		if e.key(m, 0) == e.key(other, 0) {
+			t.Errorf("a block with another %s has the same key", name)
+		}
+	}
+	if !sameMessage(m, Message{Role: m.Role, Blocks: []session.Block{base}}) {
+		t.Error("a message is not the same as its copy")
+	}
+	if e.key(m, 1) == e.key(m, 0) {
+		t.Error("the variant does not change the key")
+	}
+}
+
+// TestEncodedKeepsWhatWasSentLast: Get finds what Put kept, in its own
+// variant only; past the limit, Trim lets go of what was sent longest ago
+// and keeps what the last request sent.
+func TestEncodedKeepsWhatWasSentLast(t *testing.T) {
+	e := NewEncoded()
+	e.limit = 100
+	msg := func(i int) Message {
+		return Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: strings.Repeat("x", i)}}}
+	}
+	for i := range 10 {
+		gen := e.Begin()
+		e.Put(gen, msg(i), 0, []json.RawMessage{json.RawMessage(strings.Repeat("y", 20))})
+		e.Trim()
+	}
+	gen := e.Begin()
+	if got, ok := e.Get(gen, msg(9), 0); !ok || len(got) != 1 {
+		t.Fatalf("the message sent last is not kept: %v %v", got, ok)
+	}
+	if _, ok := e.Get(gen, msg(9), 1); ok {
+		t.Fatal("another variant of a kept message was found")
+	}
+	if _, ok := e.Get(gen, msg(0), 0); ok {
+		t.Fatal("the message sent first is still kept past the limit")
+	}
+	if e.size > e.limit {
+		t.Fatalf("%d bytes kept, over the limit of %d", e.size, e.limit)
+	}
+}
