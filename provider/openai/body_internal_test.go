@@ -43,37 +43,24 @@ func TestBodyIsTheSDKsEncoding(t *testing.T) {
 	}
 }
 
-// BenchmarkEncodeLongTranscript: building and encoding the request body
-// of a 500-turn transcript (what is sent), by a provider that has sent the
-// same transcript before ("kept") and by a fresh one ("fresh").
+// BenchmarkEncodeLongTranscript: see providertest.BenchEncodeLongTranscript.
 // go test -run '^$' -bench EncodeLongTranscript -benchmem ./provider/openai
 func BenchmarkEncodeLongTranscript(b *testing.B) {
-	req := provider.Request{Model: "m", System: "sys", Messages: providertest.LongTranscript(500)}
-	for _, kept := range []bool{false, true} {
-		b.Run(map[bool]string{false: "fresh", true: "kept"}[kept], func(b *testing.B) {
-			p, err := New(&Options{APIKey: "k", BaseURL: "http://127.0.0.1:1"})
+	providertest.BenchEncodeLongTranscript(b, func() func(provider.Request) ([]byte, error) {
+		p, err := New(&Options{APIKey: "k", BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(req provider.Request) ([]byte, error) {
+			params, err := p.params(req)
 			if err != nil {
-				b.Fatal(err)
+				return nil, err
 			}
-			if kept {
-				p.params(req)
+			sent, ok, err := body(params)
+			if err == nil && !ok {
+				err = fmt.Errorf("the SDK's encoding has no messages slot")
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if !kept {
-					p.encoded = provider.NewEncoded()
-				}
-				params, err := p.params(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sent, ok, err := body(params)
-				if err != nil || !ok {
-					b.Fatal(ok, err)
-				}
-				b.SetBytes(int64(len(sent)))
-			}
-		})
-	}
+			return sent, err
+		}
+	})
 }

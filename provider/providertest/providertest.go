@@ -339,3 +339,35 @@ func LongTranscript(n int) []provider.Message {
 	}
 	return msgs
 }
+
+// BenchEncodeLongTranscript measures building and encoding the request body
+// of a 500-turn transcript (what is sent), by a provider that has sent the
+// same transcript before ("kept") and by a fresh one ("fresh"). fresh
+// returns the body encoder of a new provider.
+func BenchEncodeLongTranscript(b *testing.B, fresh func() func(provider.Request) ([]byte, error)) {
+	req := provider.Request{Model: "m", System: "sys", Messages: LongTranscript(500)}
+	for _, kept := range []bool{false, true} {
+		b.Run(map[bool]string{false: "fresh", true: "kept"}[kept], func(b *testing.B) {
+			encode := fresh()
+			if kept {
+				if _, err := encode(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if !kept {
+					b.StopTimer()
+					encode = fresh()
+					b.StartTimer()
+				}
+				sent, err := encode(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(sent)))
+			}
+		})
+	}
+}
