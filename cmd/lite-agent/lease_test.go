@@ -100,7 +100,7 @@ func liveToolSeen(t *testing.T, db string) {
 
 // postgresDB returns the URL of a fresh schema on the test server
 // (LITE_AGENT_TEST_POSTGRES), dropped when the test ends, or skips.
-func postgresDB(t *testing.T) string {
+func postgresDB(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("LITE_AGENT_TEST_POSTGRES")
 	if base == "" {
