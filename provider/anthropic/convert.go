@@ -89,7 +89,9 @@ func markCache(params *sdk.MessageNewParams) {
 // of them here): the last user message (this request's whole transcript)
 // and the user message before it (where the previous request's breakpoint
 // was, so its cache is found even when many blocks were added since). A
-// user message counts only if it has a block to send. -1 is none.
+// user message counts only if it has a block to send (sendsABlock mirrors
+// what message keeps: the breakpoints are part of a kept message's key,
+// so they are decided before the message is converted). -1 is none.
 func marked(in []provider.Message) (last, before int) {
 	last, before = -1, -1
 	for i := len(in) - 1; i >= 0 && before < 0; i-- {
