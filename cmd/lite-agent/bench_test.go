@@ -34,10 +34,15 @@ func buildBinary(b *testing.B) string {
 	return bin
 }
 
-// runOnce runs cmd through internal/benchrun and returns its wall time
-// and peak RSS in KiB as benchrun measured them (see there why the
-// benchmark cannot measure its own child's memory).
-func runOnce(b *testing.B, benchrun string, cmd *exec.Cmd) (time.Duration, int64) {
+// measured is what internal/benchrun measured of one process.
+type measured struct {
+	wall, cpu time.Duration // cpu: the process's user plus system time
+	rssKiB    int64         // peak resident memory
+}
+
+// runOnce runs cmd through internal/benchrun and returns what it measured
+// (see there why the benchmark cannot measure its own child's memory).
+func runOnce(b *testing.B, benchrun string, cmd *exec.Cmd) measured {
 	b.Helper()
 	cmd.Args = append([]string{benchrun}, cmd.Args...)
 	cmd.Path = cmd.Args[0]
@@ -47,11 +52,11 @@ func runOnce(b *testing.B, benchrun string, cmd *exec.Cmd) (time.Duration, int64
 		b.Fatalf("%v: %v\n%s%s", cmd.Args, err, out, stderr.Bytes())
 	}
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	var wall, rss int64
-	if _, err := fmt.Sscanf(lines[len(lines)-1], "benchrun: wall-ns=%d maxrss-kib=%d", &wall, &rss); err != nil {
+	var wall, rss, cpu int64
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "benchrun: wall-ns=%d maxrss-kib=%d cpu-ns=%d", &wall, &rss, &cpu); err != nil {
 		b.Fatalf("benchrun's report %q: %v", lines[len(lines)-1], err)
 	}
-	return time.Duration(wall), rss
+	return measured{wall: time.Duration(wall), cpu: time.Duration(cpu), rssKiB: rss}
 }
 
 // buildTool builds the program of this repository at dir (relative to
@@ -77,14 +82,15 @@ func measure(b *testing.B, mk func(i int) *exec.Cmd) {
 	b.Helper()
 	run := buildTool(b, "../../internal/benchrun")
 	b.ResetTimer()
-	var walls []time.Duration
+	var walls, cpus []time.Duration
 	var rss int64
 	for i := range b.N {
-		wall, r := runOnce(b, run, mk(i))
-		walls = append(walls, wall)
-		rss = max(rss, r)
+		r := runOnce(b, run, mk(i))
+		walls, cpus = append(walls, r.wall), append(cpus, r.cpu)
+		rss = max(rss, r.rssKiB)
 	}
 	b.ReportMetric(float64(median(walls).Microseconds())/1000, "ms-wall-p50")
+	b.ReportMetric(float64(median(cpus).Microseconds())/1000, "ms-cpu-p50")
 	b.ReportMetric(float64(rss)/1024, "MB-peak-rss")
 	b.ReportMetric(0, "ns/op")
 }
@@ -128,18 +134,24 @@ func BenchmarkProcessToolTurn(b *testing.B) {
 		b.Fatalf("the warm-up turn made %d model requests, want 2", len(bodies))
 	}
 	b.ResetTimer()
-	var walls, floors []time.Duration
+	var walls, floors, cpus, floorCPUs []time.Duration
 	var rss, floorRSS int64
 	for range b.N {
-		wall, r := runOnce(b, run, agent())
-		walls, rss = append(walls, wall), max(rss, r)
-		wall, r = runOnce(b, run, exec.Command(floor, srv.URL(), bodies[0], bodies[1], filepath.Join(work, "floor.txt"), filepath.Join(tmp, "floor.log")))
-		floors, floorRSS = append(floors, wall), max(floorRSS, r)
+		r := runOnce(b, run, agent())
+		walls, cpus, rss = append(walls, r.wall), append(cpus, r.cpu), max(rss, r.rssKiB)
+		r = runOnce(b, run, exec.Command(floor, srv.URL(), bodies[0], bodies[1], filepath.Join(work, "floor.txt"), filepath.Join(tmp, "floor.log")))
+		floors, floorCPUs, floorRSS = append(floors, r.wall), append(floorCPUs, r.cpu), max(floorRSS, r.rssKiB)
 	}
 	w, f := median(walls), median(floors)
+	c, fc := median(cpus), median(floorCPUs)
 	b.ReportMetric(float64(w.Microseconds())/1000, "ms-wall-p50")
 	b.ReportMetric(float64(f.Microseconds())/1000, "floor-ms-p50")
 	b.ReportMetric(float64(w)/float64(f), "x-floor")
+	// The CPU times say where the wall's difference is this process's own
+	// work and where it is waiting (fsync, the model, a loaded machine).
+	b.ReportMetric(float64(c.Microseconds())/1000, "ms-cpu-p50")
+	b.ReportMetric(float64(fc.Microseconds())/1000, "floor-ms-cpu-p50")
+	b.ReportMetric(float64(c)/float64(fc), "x-floor-cpu")
 	b.ReportMetric(float64(rss)/1024, "MB-peak-rss")
 	b.ReportMetric(float64(floorRSS)/1024, "floor-MB-peak-rss")
 	b.ReportMetric(0, "ns/op")

@@ -1,5 +1,5 @@
-// Command benchrun runs a command and prints its wall time and peak
-// resident memory, for the whole-process benchmarks. They cannot take the
+// Command benchrun runs a command and prints its wall time, CPU time and
+// peak resident memory, for the whole-process benchmarks. They cannot take the
 // peak from their own child: Go starts children with vfork, and Linux
 // counts the parent's resident memory at the time of the exec as the
 // child's peak, so a benchmark process of 70 MB reported every child at 70
@@ -8,8 +8,10 @@
 //	benchrun CMD [ARG...]
 //
 // The command's output is passed through; benchrun's last line on
-// standard error is "benchrun: wall-ns=N maxrss-kib=M". It exits with the
-// command's status.
+// standard error is "benchrun: wall-ns=N maxrss-kib=M cpu-ns=C", C being
+// the command's user plus system CPU time (its own work, which a loaded
+// machine inflates far less than the wall). It exits with the command's
+// status.
 package main
 
 import (
@@ -31,10 +33,12 @@ func main() {
 	err := cmd.Run()
 	wall := time.Since(t0)
 	var rss int64
+	var cpu time.Duration
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	fmt.Fprintf(os.Stderr, "benchrun: wall-ns=%d maxrss-kib=%d\n", wall.Nanoseconds(), rss)
+	fmt.Fprintf(os.Stderr, "benchrun: wall-ns=%d maxrss-kib=%d cpu-ns=%d\n", wall.Nanoseconds(), rss, cpu.Nanoseconds())
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			os.Exit(ee.ExitCode())

@@ -178,6 +178,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no model", provider.Request{Messages: user(session.Block{Type: session.BlockText, Text: "hi"})}, "no model is set"},
 		{"bad schema", provider.Request{Model: "m", Tools: []provider.ToolSpec{{Name: "t", InputSchema: json.RawMessage(`[1]`)}}}, `tool "t": the input schema is not a JSON object`},
+		{"null schema", provider.Request{Model: "m", Tools: []provider.ToolSpec{{Name: "t", InputSchema: json.RawMessage(` null`)}}}, `tool "t": the input schema is not a JSON object`},
+		{"torn schema", provider.Request{Model: "m", Tools: []provider.ToolSpec{{Name: "t", InputSchema: json.RawMessage(` {"type":`)}}}, `tool "t": the input schema is not a JSON object`},
 		{"tool use from the user", provider.Request{Model: "m", Messages: user(session.Block{Type: session.BlockToolUse, ID: "x", Name: "t"})}, "belongs in an assistant message"},
 		{"unknown block", provider.Request{Model: "m", Messages: user(session.Block{Type: "image"})}, `block type "image" is not supported`},
 		{"unknown role", provider.Request{Model: "m", Messages: []provider.Message{{Role: "system", Blocks: []session.Block{{Type: session.BlockText, Text: "x"}}}}}, `role "system"`},
