@@ -1,6 +1,6 @@
 // Command benchrun runs a command and prints its wall time, CPU time and
-// peak resident memory, for the whole-process benchmarks. They cannot take the
-// peak from their own child: Go starts children with vfork, and Linux
+// peak resident memory, for the whole-process benchmarks. They cannot take
+// the peak from their own child: Go starts children with vfork, and Linux
 // counts the parent's resident memory at the time of the exec as the
 // child's peak, so a benchmark process of 70 MB reported every child at 70
 // MB or more. benchrun is small, so a command it starts is measured alone.
