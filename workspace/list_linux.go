@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +19,7 @@ var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 // (an entry gone since it was listed is left out; an entry that cannot be
 // stat-ed otherwise fails the listing), with no FileInfo or DirEntry per
 // entry: a warm scan's cost is its system calls.
-func listDir(root *os.Root, p string) ([]Entry, error) {
+func listDir(root *os.Root, p string) (es []Entry, err error) {
 	f, err := root.Open(p)
 	if err != nil {
 		return nil, err
@@ -33,7 +32,7 @@ func listDir(root *os.Root, p string) ([]Entry, error) {
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp
-	var es []Entry
+	var paths []string
 	var lerr error
 	prefix := ""
 	if p != "." {
@@ -50,7 +49,7 @@ func listDir(root *os.Root, p string) ([]Entry, error) {
 				return
 			}
 			if n <= 0 {
-				return
+				break
 			}
 			for b := buf[:n]; len(b) >= 19; {
 				// struct linux_dirent64: ino, off, reclen, type, name.
@@ -68,27 +67,33 @@ func listDir(root *os.Root, p string) ([]Entry, error) {
 				if ino == 0 || string(name) == "." || string(name) == ".." {
 					continue
 				}
-				path := prefix + string(name)
-				var st unix.Stat_t
-				for {
-					err = unix.Fstatat(int(fd), path[len(prefix):], &st, unix.AT_SYMLINK_NOFOLLOW)
-					if err != unix.EINTR {
-						break
-					}
-				}
-				if err == unix.ENOENT {
-					continue // gone since it was listed
-				}
-				if err != nil {
-					lerr = &fs.PathError{Op: "lstatat", Path: path, Err: err}
-					return
-				}
-				e := Entry{Path: path, Mode: fileMode(st.Mode), Inode: st.Ino}
-				if !e.IsDir() {
-					e.Size, e.MTime = st.Size, st.Mtim.Sec*1e9+st.Mtim.Nsec
-				}
-				es = append(es, e)
+				paths = append(paths, prefix+string(name))
 			}
+		}
+		// Stat-ed in name order: the entries need no sorting.
+		slices.Sort(paths)
+		es = make([]Entry, 0, len(paths))
+		var st unix.Stat_t
+		for _, path := range paths {
+			var err error
+			for {
+				err = unix.Fstatat(int(fd), path[len(prefix):], &st, unix.AT_SYMLINK_NOFOLLOW)
+				if err != unix.EINTR {
+					break
+				}
+			}
+			if err == unix.ENOENT {
+				continue // gone since it was listed
+			}
+			if err != nil {
+				lerr = &fs.PathError{Op: "lstatat", Path: path, Err: err}
+				return
+			}
+			e := Entry{Path: path, Mode: fileMode(st.Mode), Inode: st.Ino}
+			if !e.IsDir() {
+				e.Size, e.MTime = st.Size, st.Mtim.Sec*1e9+st.Mtim.Nsec
+			}
+			es = append(es, e)
 		}
 	})
 	if cerr != nil {
@@ -97,7 +102,6 @@ func listDir(root *os.Root, p string) ([]Entry, error) {
 	if lerr != nil {
 		return nil, lerr
 	}
-	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	return es, nil
 }
 

@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -62,7 +64,7 @@ func (t *taker) scanParallel(ctx context.Context, workers int) ([]Entry, []strin
 		s.t = t
 	}
 	root := &listing{}
-	s.dir(".", walk.NewFilter(t.root.FS(), ".", t.o.Walk), root)
+	s.dir(".", nil, root)
 	s.wg.Wait()
 	if s.err != nil {
 		return nil, nil, s.err
@@ -97,10 +99,10 @@ func (s *parallelScan) fail(err error) {
 	s.stop.Store(true)
 }
 
-// dir lists directory p, whose rules are f, into l, and its
-// subdirectories each on a goroutine of its own while there is a token for
-// one, on this one when not.
-func (s *parallelScan) dir(p string, f *walk.Filter, l *listing) {
+// dir lists directory p, whose parent's rules are parent (nil for the
+// root), into l, and its subdirectories each on a goroutine of its own
+// while there is a token for one, on this one when not.
+func (s *parallelScan) dir(p string, parent *walk.Filter, l *listing) {
 	if s.stop.Load() {
 		return
 	}
@@ -121,10 +123,18 @@ func (s *parallelScan) dir(p string, f *walk.Filter, l *listing) {
 		l.unreadable = true
 		return
 	}
+	var f *walk.Filter
+	if parent == nil {
+		f = walk.NewFilter(s.t.root.FS(), p, s.t.o.Walk)
+	} else {
+		f = parent.EnterListed(p, func(name string) bool {
+			_, ok := slices.BinarySearchFunc(es, p+"/"+name, func(e Entry, p string) int { return strings.Compare(e.Path, p) })
+			return ok
+		})
+	}
 	l.entries = es[:0]
 	hint := 0
 	var subdirs []string
-	var filters []*walk.Filter
 	for _, e := range es {
 		if f.Skip(e.Path, e.IsDir()) {
 			continue
@@ -139,7 +149,6 @@ func (s *parallelScan) dir(p string, f *walk.Filter, l *listing) {
 				s.t.o.Dir(e.Path)
 			}
 			subdirs = append(subdirs, e.Path)
-			filters = append(filters, f.Enter(e.Path))
 		}
 	}
 	s.n.Add(int64(len(l.entries)))
@@ -153,10 +162,10 @@ func (s *parallelScan) dir(p string, f *walk.Filter, l *listing) {
 			go func() {
 				defer s.wg.Done()
 				defer func() { <-s.sem }()
-				s.dir(sp, filters[i], sub)
+				s.dir(sp, f, sub)
 			}()
 		default:
-			s.dir(sp, filters[i], sub)
+			s.dir(sp, f, sub)
 		}
 	}
 }
