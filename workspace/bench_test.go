@@ -38,8 +38,8 @@ func tree10k(b *testing.B) (string, []string) {
 // every file) with that bare lstat, sequential and split over as many
 // goroutines as the scan uses (the floor for a parallel scan's wall time),
 // and with a cold manifest (everything read). WarmSequential is the warm
-// manifest with one worker. cpu-ms/op is the process's CPU time (user and
-// system), which parallel goroutines add up.
+// manifest with one worker (the sequential walk). cpu-ms/op is the
+// process's CPU time (user and system), which parallel goroutines add up.
 func BenchmarkManifest10k(b *testing.B) {
 	dir, paths := tree10k(b)
 	r := openRoot(b, dir)
@@ -86,6 +86,44 @@ func BenchmarkManifest10k(b *testing.B) {
 		}
 	}
 	b.Run("Warm", warm(0))
+	// WarmVsBare alternates a sequential bare lstat, a parallel one, a
+	// warm scan and a sequential warm scan in each iteration, so the
+	// ratios it reports are of the same moments of a loaded machine:
+	// x-bare-cpu and x-bare-wall (warm ÷ sequential bare), x-parbare-wall
+	// (warm ÷ parallel bare), seq-x-bare-* (the sequential walk's).
+	b.Run("WarmVsBare", func(b *testing.B) {
+		prev, err := workspace.Scan(b.Context(), r, nil, &workspace.Options{Now: later})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var bareWall, parWall, warmWall, seqWall, bareCPU, warmCPU, seqCPU time.Duration
+		for b.Loop() {
+			t0, c0 := time.Now(), cpuTime(b)
+			lstat(b, paths)
+			t1, c1 := time.Now(), cpuTime(b)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() { lstat(b, paths[w*len(paths)/workers:(w+1)*len(paths)/workers]) })
+			}
+			wg.Wait()
+			t2, c2 := time.Now(), cpuTime(b)
+			if _, err := workspace.Scan(b.Context(), r, prev, &workspace.Options{Now: later}); err != nil {
+				b.Fatal(err)
+			}
+			t3, c3 := time.Now(), cpuTime(b)
+			if _, err := workspace.Scan(b.Context(), r, prev, &workspace.Options{Now: later, Workers: 1}); err != nil {
+				b.Fatal(err)
+			}
+			t4, c4 := time.Now(), cpuTime(b)
+			bareWall, parWall, warmWall, seqWall = bareWall+t1.Sub(t0), parWall+t2.Sub(t1), warmWall+t3.Sub(t2), seqWall+t4.Sub(t3)
+			bareCPU, warmCPU, seqCPU = bareCPU+c1-c0, warmCPU+c3-c2, seqCPU+c4-c3
+		}
+		b.ReportMetric(float64(warmCPU)/float64(bareCPU), "x-bare-cpu")
+		b.ReportMetric(float64(warmWall)/float64(bareWall), "x-bare-wall")
+		b.ReportMetric(float64(warmWall)/float64(parWall), "x-parbare-wall")
+		b.ReportMetric(float64(seqCPU)/float64(bareCPU), "seq-x-bare-cpu")
+		b.ReportMetric(float64(seqWall)/float64(bareWall), "seq-x-bare-wall")
+	})
 	b.Run("WarmSequential", warm(1))
 	b.Run("Cold", func(b *testing.B) {
 		cpu := cpuTime(b)
