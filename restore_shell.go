@@ -1,6 +1,7 @@
 package liteagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,7 @@ func (p *restorePlan) addShellChanges(e session.Event, seq int64, tracked map[st
 		return err
 	}
 	after := e.Seq > seq
-	who := "bash " + w.CallID
+	who := cmp.Or(w.Tool, "bash") + " " + w.CallID
 	if w.Job != "" {
 		who = "job " + w.Job
 	}

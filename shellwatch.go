@@ -64,11 +64,13 @@ func (w *shellWatch) close() {
 	w.watcher, w.watched, w.noWatch = nil, false, true
 }
 
-// shellRun is one bracketed command: the manifest taken before it.
+// shellRun is one bracketed call (a shell command or an MCP tool's):
+// the manifest taken before it.
 type shellRun struct {
 	s      *Session
 	bs     checkpoint.BlobStore
 	callID string
+	tool   string // the call's tool, which its record names
 	before *workspace.Manifest
 	bg     bool
 }
@@ -79,10 +81,18 @@ func (a *Agent) blobStore() checkpoint.BlobStore {
 	return bs
 }
 
-// bracketed reports whether a call of t is a shell command whose effects
-// are tracked with manifests: a command tool not confined to reading.
+// bracketed reports whether a call of t is one whose effects are tracked
+// with manifests: a command tool not confined to reading, or an MCP tool
+// not marked read-only (readOnlyHint), since an MCP server may write in
+// the workdir as a command does (the filesystem server does).
 func bracketed(t tool.Tool, sandbox string) bool {
-	return t.Spec().Kind == tool.KindExec && sandbox != "read-only"
+	switch spec := t.Spec(); spec.Kind {
+	case tool.KindExec:
+		return sandbox != "read-only"
+	case tool.KindMCP:
+		return !spec.ReadOnly
+	}
+	return false
 }
 
 // backgroundInput reports whether a bash input asks for a background job.
@@ -116,7 +126,8 @@ func (s *Session) beforeShell(ctx context.Context, c call, t tool.Tool, sandbox 
 	if err != nil {
 		return nil, nil
 	}
-	run := &shellRun{s: s, bs: bs, callID: c.id, before: m, bg: backgroundInput(c.input)}
+	bg := t.Spec().Kind == tool.KindExec && backgroundInput(c.input)
+	run := &shellRun{s: s, bs: bs, callID: c.id, tool: c.name, before: m, bg: bg}
 	ev := mustEvent(session.TypeWorkspaceScanned, session.WorkspaceScanned{CallID: c.id, Manifest: digest, Base: base, Files: len(m.Entries)})
 	return run, []session.Event{ev}
 }
@@ -256,7 +267,7 @@ func (r *shellRun) after(ctx context.Context) session.Event {
 	s, w := r.s, &r.s.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rec := session.WorkspaceChanged{CallID: r.callID, Background: r.bg}
+	rec := session.WorkspaceChanged{CallID: r.callID, Tool: r.tool, Background: r.bg}
 	m, err := s.scanLocked(ctx, r.bs)
 	if err != nil {
 		rec.NotUndone = []session.PathNote{{Path: ".", Reason: fmt.Sprintf("the workdir could not be scanned after the command: %v", err)}}

@@ -41,14 +41,17 @@ const (
 	ChangeMode    = "mode"
 )
 
-// WorkspaceChanged is what one shell command (CallID) or background jobs
-// (Job, comma-separated ids) changed in the workdir, from the manifests
-// taken before and after it. A job's record covers the time since the
+// WorkspaceChanged is what one shell command or MCP tool call (CallID),
+// or background jobs (Job, comma-separated ids), changed in the workdir,
+// from the manifests taken before and after it. A job's record covers the time since the
 // session's latest manifest (the end of the last command, or the job's
 // start): changes made by others meanwhile are in it too.
 type WorkspaceChanged struct {
 	CallID string `json:"call_id,omitempty"`
-	Job    string `json:"job,omitempty"`
+	// Tool is the tool of the call (bash, an MCP tool); "" in records
+	// written before it was recorded, which are all bash's.
+	Tool string `json:"tool,omitempty"`
+	Job  string `json:"job,omitempty"`
 	// Changes are the changes a restore can undo: for each, the state
 	// before (nil: it did not exist) and after (nil: it no longer does).
 	Changes []PathChange `json:"changes,omitempty"`

@@ -13,6 +13,11 @@
 // (git's "racily clean" case): a write in the same clock tick would
 // otherwise go unseen.
 //
+// Scan lists directories on several goroutines (Options.Workers) and, on
+// Linux, lstats each entry relative to its directory's descriptor with no
+// FileInfo per entry, so a warm scan costs little more than its system
+// calls; its manifest is exactly the sequential walk's (Workers: 1).
+//
 // The package knows nothing of sessions or stores: Options.Keep hands each
 // content it read to the caller (the SDK keeps it as a blob), and a
 // manifest encodes itself (Encode, Decode) for whoever stores it.

@@ -73,6 +73,27 @@ func (m *Manifest) Lookup(p string) (Entry, bool) {
 	return m.Entries[i], true
 }
 
+// lookupFrom is Lookup trying *hint first (nil: no hint) and setting it
+// to the index after the entry found.
+func (m *Manifest) lookupFrom(p string, hint *int) (Entry, bool) {
+	if m == nil {
+		return Entry{}, false
+	}
+	if hint == nil {
+		return m.Lookup(p)
+	}
+	if i := *hint; i < len(m.Entries) && m.Entries[i].Path == p {
+		*hint = i + 1
+		return m.Entries[i], true
+	}
+	i, ok := slices.BinarySearchFunc(m.Entries, p, func(e Entry, p string) int { return strings.Compare(e.Path, p) })
+	if !ok {
+		return Entry{}, false
+	}
+	*hint = i + 1
+	return m.Entries[i], true
+}
+
 // Options adjust Scan. The zero value (and nil) is the search tools' view
 // and DefaultMaxFileBytes.
 type Options struct {
@@ -91,6 +112,12 @@ type Options struct {
 	// root as "."), before its entries are listed: a Watcher's Watch, so
 	// that nothing changed in it after it was listed goes unseen.
 	Dir func(p string)
+	// Workers bounds the goroutines Scan lists and stats directories
+	// with; 0 is GOMAXPROCS (at most 8) and 1 the sequential walk. The
+	// manifest is the same whatever the number; with more than one, Dir
+	// is called from several goroutines at once and Keep from one at a
+	// time, in no fixed order.
+	Workers int
 }
 
 // Scan takes a manifest of the tree of root. Entries whose stat matches
@@ -104,7 +131,12 @@ func Scan(ctx context.Context, root *os.Root, prev *Manifest, opts *Options) (*M
 		m.Entries = make([]Entry, 0, len(prev.Entries)+len(prev.Entries)/8)
 	}
 	t := &taker{o: o, root: root, prev: prev, racyAfter: racyAfter(prev)}
-	if err := t.tree(ctx, ".", func(e Entry) { m.Entries = append(m.Entries, e) }, &m.Unreadable); err != nil {
+	if n := o.workers(); n > 1 {
+		var err error
+		if m.Entries, m.Unreadable, err = t.scanParallel(ctx, n); err != nil {
+			return nil, err
+		}
+	} else if err := t.tree(ctx, ".", func(e Entry) { m.Entries = append(m.Entries, e) }, &m.Unreadable); err != nil {
 		return nil, err
 	}
 	// The walk visits paths in lexical order of their components, which
@@ -198,18 +230,30 @@ func (t *taker) entryOf(p string, typ fs.FileMode, fi fs.FileInfo, err error) (E
 		return Entry{Path: p, Mode: typ, Skipped: "unreadable: " + err.Error()}, true, nil
 	}
 	e := Entry{Path: p, Mode: fi.Mode(), Inode: inode(fi)}
-	if e.IsDir() {
-		return e, true, nil
+	if !e.IsDir() {
+		e.Size, e.MTime = fi.Size(), fi.ModTime().UnixNano()
 	}
-	e.Size, e.MTime = fi.Size(), fi.ModTime().UnixNano()
-	if old, ok := t.prev.Lookup(p); ok && old.sameStat(e) && e.MTime < t.racyAfter {
-		e.Digest, e.Skipped = old.Digest, old.Skipped
-		return e, true, nil
-	}
-	if err := t.o.content(t.root, &e); err != nil {
+	if err := t.complete(&e, nil); err != nil {
 		return Entry{}, false, err
 	}
 	return e, true, nil
+}
+
+// complete gives e (its stat filled in) prev's digest when its stat is
+// unchanged and not racy, and reads its content when not. hint, when not
+// nil, is where prev's entry for e may be: the index after the last one
+// found for a path listed just before e's in the same directory, which it
+// most often is (siblings are adjacent in prev), so that it is found
+// without a search. Only Keep's error is returned.
+func (t *taker) complete(e *Entry, hint *int) error {
+	if e.IsDir() {
+		return nil
+	}
+	if old, ok := t.prev.lookupFrom(e.Path, hint); ok && old.sameStat(*e) && e.MTime < t.racyAfter {
+		e.Digest, e.Skipped = old.Digest, old.Skipped
+		return nil
+	}
+	return t.o.content(t.root, e)
 }
 
 // content reads e's content, sets its Digest (and Skipped for content not

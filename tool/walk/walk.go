@@ -49,32 +49,28 @@ const excludeFile = ".git/info/exclude"
 // ignore files at and below start apply. Walk returns ctx's error when ctx
 // is done.
 func Walk(ctx context.Context, fsys fs.FS, start string, opts *Options, fn fs.WalkDirFunc) error {
-	if opts == nil {
-		opts = &Options{}
-	}
 	start = path.Clean(start)
-	m := newMatcher(fsys, start, opts)
+	// filters holds the rules in force inside each directory entered.
+	filters := map[string]*Filter{}
 	return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
 		if p == start || err != nil {
 			if err == nil && d.IsDir() {
-				m.enter(p)
+				filters[p] = NewFilter(fsys, start, opts)
 			}
 			return fn(p, d, err)
 		}
-		if d.IsDir() && d.Name() == ".git" || !opts.Hidden && strings.HasPrefix(d.Name(), ".") {
-			return skip(d)
-		}
-		if m.ignored(p, d.IsDir()) {
+		f := filters[path.Dir(p)]
+		if f.Skip(p, d.IsDir()) {
 			return skip(d)
 		}
 		if err := fn(p, d, nil); err != nil {
 			return err
 		}
 		if d.IsDir() {
-			m.enter(p)
+			filters[p] = f.Enter(p)
 		}
 		return nil
 	})
@@ -122,80 +118,110 @@ func Files(ctx context.Context, fsys fs.FS, opts *Options) iter.Seq2[string, err
 	}
 }
 
-// matcher holds the patterns in force in each directory entered so far.
-type matcher struct {
+// Filter is the rules in force inside one directory of a walk: which of
+// its entries are visited. A Filter never changes once made, so it may be
+// used from several goroutines at once; Enter makes a subdirectory's. Walk
+// decides with it, so a walk of one's own built on Filter (a parallel one,
+// say) visits exactly what Walk visits.
+type Filter struct {
 	fsys fs.FS
-	off  bool
-	// base is in force at the root: .git/info/exclude.
-	base []gitignore.Pattern
-	// patterns maps a directory (slash path relative to fsys, "." for the
-	// root) to the patterns in force inside it, weakest first.
-	patterns map[string][]gitignore.Pattern
+	opts Options
+	// ps are the patterns in force, weakest first.
+	ps []gitignore.Pattern
 }
 
-// newMatcher loads the ignore files from the root of fsys down to start's
-// parent; enter adds start's own and those below it as the walk goes.
-func newMatcher(fsys fs.FS, start string, opts *Options) *matcher {
-	m := &matcher{fsys: fsys, off: opts.NoIgnore, patterns: map[string][]gitignore.Pattern{}}
-	if m.off {
-		return m
+// NewFilter returns the rules in force inside start, a directory of fsys
+// (nil opts: the zero Options): .git/info/exclude and the ignore files
+// from the root of fsys down to start, start's own included. If start is
+// ignored by the rules above it (named on purpose), only its own apply.
+func NewFilter(fsys fs.FS, start string, opts *Options) *Filter {
+	f := &Filter{fsys: fsys}
+	if opts != nil {
+		f.opts = *opts
 	}
-	m.base = readPatterns(fsys, excludeFile, nil)
+	start = path.Clean(start)
+	if f.opts.NoIgnore {
+		return f
+	}
+	f.ps = readPatterns(fsys, excludeFile, nil)
 	if start == "." {
-		return m
+		return f.Enter(".")
 	}
-	m.enter(".")
+	f = f.Enter(".")
 	for i, c := range start {
 		if c == '/' {
-			m.enter(start[:i])
+			f = f.Enter(start[:i])
 		}
 	}
-	if m.ignored(start, true) {
-		// Named on purpose: the rules above it do not hide its contents.
-		clear(m.patterns)
-		m.base = nil
+	if f.ignored(start, true) {
+		f = &Filter{fsys: fsys, opts: f.opts}
 	}
-	return m
+	return f.Enter(start)
 }
 
-// enter records the patterns in force inside dir: its parent's and its own.
-func (m *matcher) enter(dir string) {
-	if m.off {
-		return
+// Enter returns the rules in force inside dir, a directory f's directory
+// holds (or, for ".", the root itself): f's and those of dir's own ignore
+// files, which it reads; a missing or unreadable one has no patterns.
+func (f *Filter) Enter(dir string) *Filter {
+	if f.opts.NoIgnore {
+		return f
 	}
-	parent := m.base
-	if dir != "." {
-		parent = m.patterns[path.Dir(dir)]
+	own := f.own(dir)
+	if len(own) == 0 {
+		return f
 	}
-	m.patterns[dir] = append(parent[:len(parent):len(parent)], m.own(dir)...)
+	return &Filter{fsys: f.fsys, opts: f.opts, ps: append(f.ps[:len(f.ps):len(f.ps)], own...)}
+}
+
+// EnterListed is Enter for a directory whose listing the caller holds:
+// has reports whether dir holds a name, and an ignore file it does not
+// hold is not opened. A walk listing many directories saves two failed
+// opens in each.
+func (f *Filter) EnterListed(dir string, has func(name string) bool) *Filter {
+	if f.opts.NoIgnore {
+		return f
+	}
+	for _, name := range ignoreFiles {
+		if has(name) {
+			return f.Enter(dir)
+		}
+	}
+	return f
+}
+
+// Skip reports whether the entry at p (a path in f's directory, relative
+// to fsys) is left out of the walk, with all below it: .git, a hidden
+// name unless Options.Hidden, or what the ignore files exclude.
+func (f *Filter) Skip(p string, isDir bool) bool {
+	name := p[strings.LastIndexByte(p, '/')+1:]
+	if isDir && name == ".git" || !f.opts.Hidden && strings.HasPrefix(name, ".") {
+		return true
+	}
+	return f.ignored(p, isDir)
 }
 
 // own reads dir's ignore files.
-func (m *matcher) own(dir string) []gitignore.Pattern {
+func (f *Filter) own(dir string) []gitignore.Pattern {
 	var domain []string
 	if dir != "." {
 		domain = strings.Split(dir, "/")
 	}
 	var ps []gitignore.Pattern
 	for _, name := range ignoreFiles {
-		ps = append(ps, readPatterns(m.fsys, path.Join(dir, name), domain)...)
+		ps = append(ps, readPatterns(f.fsys, path.Join(dir, name), domain)...)
 	}
 	return ps
 }
 
-// ignored reports whether p (a path relative to fsys) is excluded by the
-// patterns in force in its directory: the strongest that matches decides.
-func (m *matcher) ignored(p string, isDir bool) bool {
-	if m.off {
-		return false
-	}
-	ps := m.patterns[path.Dir(p)]
-	if len(ps) == 0 {
+// ignored reports whether p is excluded by the patterns in force: the
+// strongest that matches decides.
+func (f *Filter) ignored(p string, isDir bool) bool {
+	if len(f.ps) == 0 {
 		return false
 	}
 	parts := strings.Split(p, "/")
-	for i := len(ps) - 1; i >= 0; i-- {
-		switch ps[i].Match(parts, isDir) {
+	for i := len(f.ps) - 1; i >= 0; i-- {
+		switch f.ps[i].Match(parts, isDir) {
 		case gitignore.Exclude:
 			return true
 		case gitignore.Include:
