@@ -128,6 +128,7 @@ var subtests = []subtest{
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},
 	{name: "Blobs", run: testBlobs}, // blob.go
+	{name: "StateFolds", run: testStateFolds}, // statefold.go
 }
 
 // Run runs every conformance subtest against b. Backends call it from
