@@ -69,6 +69,9 @@ type Loaded struct {
 	// there was none): stale, damaged, of another version or not matching
 	// the log.
 	Ignored string
+	// Last is the last event folded from the log (the zero Event when
+	// none was), what a new fold of the state would be checked against.
+	Last session.Event
 }
 
 // LoadState replays session id from c: from its kept fold when c is a
@@ -77,12 +80,12 @@ type Loaded struct {
 func LoadState(ctx context.Context, c Checkpointer, id string) (*session.State, Loaded, error) {
 	var info Loaded
 	if fk, ok := c.(FoldKeeper); ok {
-		st, n, why, err := fromFold(ctx, c, fk, id)
+		st, n, last, why, err := fromFold(ctx, c, fk, id)
 		if err != nil {
 			return nil, info, err
 		}
 		if st != nil {
-			info.From, info.Replayed = st.Summary.Head-int64(n), n
+			info.From, info.Replayed, info.Last = st.Summary.Head-int64(n), n, last
 			return st, info, nil
 		}
 		info.Ignored = why
@@ -94,6 +97,7 @@ func LoadState(ctx context.Context, c Checkpointer, id string) (*session.State, 
 		}
 		st.Apply(e)
 		info.Replayed++
+		info.Last = e
 	}
 	return st, info, nil
 }
@@ -101,40 +105,44 @@ func LoadState(ctx context.Context, c Checkpointer, id string) (*session.State, 
 // fromFold folds session id on from its kept fold. A nil State with why
 // set means the fold is not usable (nil and "" when none is kept); err is
 // an error reading the log itself.
-func fromFold(ctx context.Context, c Checkpointer, fk FoldKeeper, id string) (st *session.State, n int, why string, err error) {
+func fromFold(ctx context.Context, c Checkpointer, fk FoldKeeper, id string) (st *session.State, n int, last session.Event, why string, err error) {
 	f, err := fk.LoadFold(ctx, id)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, 0, "", nil
+			return nil, 0, last, "", nil
 		}
-		return nil, 0, fmt.Sprintf("it does not load: %v", err), nil
+		if ctx.Err() != nil {
+			return nil, 0, last, "", err
+		}
+		return nil, 0, last, fmt.Sprintf("it does not load: %v", err), nil
 	}
 	st, err = session.DecodeState(f.State)
 	if err != nil {
-		return nil, 0, err.Error(), nil
+		return nil, 0, last, err.Error(), nil
 	}
 	if st.Summary.Head != f.Seq || f.Seq < 1 {
-		return nil, 0, fmt.Sprintf("it covers seq %d but says %d", st.Summary.Head, f.Seq), nil
+		return nil, 0, last, fmt.Sprintf("it covers seq %d but says %d", st.Summary.Head, f.Seq), nil
 	}
 	first := true
 	for e, err := range c.Read(ctx, id, f.Seq) {
 		if err != nil {
-			return nil, 0, "", err
+			return nil, 0, last, "", err
 		}
 		if first {
 			first = false
 			if e.Seq != f.Seq || FoldCheck(e) != f.Check {
-				return nil, 0, fmt.Sprintf("the log's event %d is not the one it was saved after", f.Seq), nil
+				return nil, 0, last, fmt.Sprintf("the log's event %d is not the one it was saved after", f.Seq), nil
 			}
 			continue
 		}
 		st.Apply(e)
 		n++
+		last = e
 	}
 	if first {
-		return nil, 0, fmt.Sprintf("the log ends before its seq %d", f.Seq), nil
+		return nil, 0, last, fmt.Sprintf("the log ends before its seq %d", f.Seq), nil
 	}
-	return st, n, "", nil
+	return st, n, last, "", nil
 }
 
 // SaveState saves st, the replay of session id through last (its last
@@ -146,8 +154,18 @@ func SaveState(ctx context.Context, c Checkpointer, id string, st *session.State
 	if !ok {
 		return nil
 	}
-	if last.Seq != st.Summary.Head || last.Seq < 1 {
-		return fmt.Errorf("save the fold of %s: its last event %d is not the state's head %d: %w", id, last.Seq, st.Summary.Head, ErrInvalid)
+	f, err := NewFold(st, last)
+	if err != nil {
+		return fmt.Errorf("save the fold of %s: %w", id, err)
 	}
-	return fk.SaveFold(ctx, id, Fold{Seq: last.Seq, Check: FoldCheck(last), State: session.EncodeState(nil, st)})
+	return fk.SaveFold(ctx, id, f)
+}
+
+// NewFold returns the Fold of st, the replay of a log through last (its
+// last event applied). A last event that is not st's head is ErrInvalid.
+func NewFold(st *session.State, last session.Event) (Fold, error) {
+	if last.Seq != st.Summary.Head || last.Seq < 1 {
+		return Fold{}, fmt.Errorf("the last event %d is not the state's head %d: %w", last.Seq, st.Summary.Head, ErrInvalid)
+	}
+	return Fold{Seq: last.Seq, Check: FoldCheck(last), State: session.EncodeState(nil, st)}, nil
 }
