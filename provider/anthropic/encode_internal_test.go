@@ -194,4 +194,3 @@ func sdkMessage(i int, m provider.Message, thinking bool) (sdk.MessageParam, boo
 		return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d: role %q is neither %q nor %q", i+1, m.Role, session.RoleUser, session.RoleAssistant)
 	}
 }
-
