@@ -39,6 +39,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // holds, so that DecodeState gives a State that folds on exactly as s does.
 func EncodeState(dst []byte, s *State) []byte {
 	start := len(dst)
+	dst = slices.Grow(dst, sizeHint(s))
 	w := stateWriter{b: dst}
 	w.b = append(w.b, stateMagic...)
 	w.uint(StateFormat)
@@ -106,6 +107,25 @@ func EncodeState(dst []byte, s *State) []byte {
 	w.str(s.model.From)
 	w.str(s.model.Provider)
 	return binary.LittleEndian.AppendUint32(w.b, crc32.Checksum(w.b[start:], castagnoli))
+}
+
+// sizeHint is about the size of s encoded, so that the encoding grows its
+// buffer once: the transcript's bytes and a little per part.
+func sizeHint(s *State) int {
+	n := 256 + 64*(len(s.checkpoints)+len(s.hazards))
+	for i := range s.messages {
+		for j := range s.messages[i].Blocks {
+			b := &s.messages[i].Blocks[j]
+			n += 16 + len(b.Type) + len(b.Text) + len(b.ID) + len(b.Name) + len(b.Input) + len(b.ToolUseID) + len(b.Signature)
+			for _, im := range b.Images {
+				n += 8 + len(im.MediaType) + len(im.Data)
+			}
+		}
+	}
+	for _, c := range s.checkpoints {
+		n += len(c.Prompt)
+	}
+	return n
 }
 
 // DecodeState decodes a State EncodeState wrote. A State of a newer format

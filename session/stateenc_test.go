@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"reflect"
@@ -213,3 +214,44 @@ func FuzzDecodeState(f *testing.F) {
 }
 
 func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// BenchmarkStateEncoding encodes and decodes the state of a 500-turn
+// session (a prompt, a tool call, its result and an answer a turn):
+// what a resume from a saved state decodes instead of replaying the log.
+// go test -run '^$' -bench StateEncoding -benchmem ./session
+func BenchmarkStateEncoding(b *testing.B) {
+	var events []Event
+	add := func(t Type, p any) { e := MustNew(t, p); e.Seq = int64(len(events) + 1); events = append(events, e) }
+	add(TypeSessionStarted, SessionStarted{ID: "s", Namespace: "ns"})
+	text := strings.Repeat("words of a transcript ", 12)
+	for i := range 500 {
+		id := fmt.Sprintf("c%d", i)
+		add(TypeUserPrompt, UserPrompt{Text: text})
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{{Type: BlockText, Text: text}, {Type: BlockToolUse, ID: id, Name: "bash", Input: []byte(`{"command":"ls -la"}`)}}})
+		add(TypeToolStarted, ToolStarted{CallID: id, Tool: "bash", Input: []byte(`{"command":"ls -la"}`)})
+		add(TypeToolFinished, ToolFinished{CallID: id, Tool: "bash", Output: text})
+		add(TypeAssistantMessage, AssistantMessage{Blocks: []Block{{Type: BlockText, Text: text}}})
+		add(TypeTurnCompleted, TurnCompleted{StopReason: "end_turn"})
+	}
+	st := Replay(events)
+	enc := EncodeState(nil, st)
+	b.Run("replay", func(b *testing.B) {
+		for b.Loop() {
+			Replay(events)
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			EncodeState(nil, st)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeState(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
