@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
@@ -68,6 +69,7 @@ type Session struct {
 	id           string
 	head         int64
 	state        *session.State
+	foldSeq      int64           // the seq of the fold the store keeps of state (see saveFold)
 	allowed      map[string]bool // tools approved for the session
 	pendingModel string          // SetModel's model before the log exists
 	goal         string          // the prompt that started the current work
@@ -115,7 +117,7 @@ func (a *Agent) OpenSession(ctx context.Context, id string, opts *SessionOptions
 	if err := a.open(); err != nil {
 		return nil, err
 	}
-	st, err := a.load(ctx, id)
+	st, foldSeq, err := a.load(ctx, id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +145,7 @@ func (a *Agent) OpenSession(ctx context.Context, id string, opts *SessionOptions
 	if ns := st.Summary.Namespace; ns != "" {
 		s.namespace = ns
 	}
-	s.head, s.state = st.Summary.Head, st
+	s.head, s.state, s.foldSeq = st.Summary.Head, st, foldSeq
 	s.onBackground = o.OnBackground
 	return s, nil
 }
@@ -477,18 +479,50 @@ func (s *Session) append(ctx context.Context, events ...session.Event) error {
 	for i := range events {
 		s.publish(Update{Session: id, Event: &events[i]})
 	}
+	s.saveFold(ctx, events[len(events)-1])
 	return nil
+}
+
+// saveFold saves the session's state as the store's fold of its log
+// (checkpoint.FoldKeeper) when last, the event just appended, ends a turn
+// and checkpoint.FoldEvery events or more came after the fold kept, so
+// that a resume replays only what follows. The fold is derived and not
+// durable: a store without folds, or one that fails to save, changes
+// nothing (the next resume replays more). Only the goroutine holding the
+// turn calls it.
+func (s *Session) saveFold(ctx context.Context, last session.Event) {
+	if last.Type != session.TypeTurnCompleted && last.Type != session.TypeTurnInterrupted {
+		return
+	}
+	fk, ok := s.a.store.(checkpoint.FoldKeeper)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	if s.head-s.foldSeq < checkpoint.FoldEvery || last.Seq != s.head {
+		s.mu.Unlock()
+		return
+	}
+	f, err := checkpoint.NewFold(s.state, last)
+	id := s.id
+	s.mu.Unlock()
+	if err != nil || fk.SaveFold(context.WithoutCancel(ctx), id, f) != nil {
+		return
+	}
+	s.mu.Lock()
+	s.foldSeq = max(s.foldSeq, f.Seq)
+	s.mu.Unlock()
 }
 
 // reload replays the session's log again, after a restore rewrote it. The
 // caller holds the turn.
 func (s *Session) reload(ctx context.Context) error {
-	st, err := s.a.load(ctx, s.id)
+	st, foldSeq, err := s.a.load(ctx, s.id, true)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.head, s.state = st.Summary.Head, st
+	s.head, s.state, s.foldSeq = st.Summary.Head, st, foldSeq
 	s.mu.Unlock()
 	return nil
 }

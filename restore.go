@@ -23,7 +23,7 @@ func (a *Agent) ListCheckpoints(ctx context.Context, id string) ([]session.Check
 	if err := a.requirePersistent(); err != nil {
 		return nil, err
 	}
-	st, err := a.load(ctx, id)
+	st, _, err := a.load(ctx, id, false)
 	if err != nil {
 		return nil, err
 	}

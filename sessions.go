@@ -175,16 +175,23 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 	return nil
 }
 
-// load replays a session's whole log.
-func (a *Agent) load(ctx context.Context, id string) (*session.State, error) {
-	st := &session.State{}
-	for e, err := range a.store.Read(ctx, id, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("load session %s: %w", id, err)
-		}
-		st.Apply(e)
+// load replays a session's log: from its saved fold where the store keeps
+// one that matches the log (checkpoint.LoadState), else the whole log. It
+// returns the seq of the fold the store keeps now. With save, a long replay
+// is saved as a new fold (derived, not durable; a failure to save changes
+// nothing); inspection loads without it, writing nothing.
+func (a *Agent) load(ctx context.Context, id string, save bool) (*session.State, int64, error) {
+	st, info, err := checkpoint.LoadState(ctx, a.store, id)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load session %s: %w", id, err)
 	}
-	return st, nil
+	kept := info.From
+	if save && info.Replayed >= checkpoint.FoldEvery && info.Last.Seq > 0 {
+		if checkpoint.SaveState(context.WithoutCancel(ctx), a.store, id, st, info.Last) == nil {
+			kept = info.Last.Seq
+		}
+	}
+	return st, kept, nil
 }
 
 // Hazards returns the current session's interrupted tool calls, and the
@@ -235,7 +242,7 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (*Info, error) {
 	if err := a.requirePersistent(); err != nil {
 		return nil, err
 	}
-	st, err := a.load(ctx, id)
+	st, _, err := a.load(ctx, id, false)
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,8 @@ var subtests = []subtest{
 	{name: "Search", run: testSearch},
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},
-	{name: "Blobs", run: testBlobs}, // blob.go
+	{name: "Blobs", run: testBlobs},           // blob.go
+	{name: "StateFolds", run: testStateFolds}, // statefold.go
 }
 
 // Run runs every conformance subtest against b. Backends call it from

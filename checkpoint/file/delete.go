@@ -72,6 +72,9 @@ func (h *handle) remove(n *nsIndex) error {
 		return err
 	}
 	os.Remove(h.path + ".tmp")
+	if err := dropFold(h.path, -1); err != nil { // fold.go
+		return err
+	}
 	if err := syncDir(filepath.Dir(h.path)); err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@
 //	<root>/ids/<id>                symlink to ../ns/<folder>/<id>.log
 //	<root>/ns/<folder>/namespace   the namespace string, as given
 //	<root>/ns/<folder>/<id>.log    the log of session <id>: the truth
+//	<root>/ns/<folder>/<id>.fold   the saved state of session <id> (checkpoint.FoldKeeper,
+//	                               derived, see fold.go), renamed into place without an fsync
 //	<root>/ns/<folder>/index       summaries of the folder's sessions (derived)
 //	<root>/ns/<folder>/index.lock  empty; locked while the index is written
 //	<root>/blobs/<xx>/<digest>     a blob (checkpoint.BlobStore): the raw content whose

@@ -49,6 +49,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	if err := h.truncate(ctx, keepThrough); err != nil {
 		return 0, fmt.Errorf("truncate %s: %w", id, err)
 	}
+	if err := dropFold(h.path, keepThrough); err != nil { // fold.go
+		return 0, fmt.Errorf("truncate %s: drop its fold: %w", id, err)
+	}
 	return keepThrough, nil
 }
 

@@ -31,6 +31,7 @@ type sessionLog struct {
 	events  []session.Event
 	sums    []uint32
 	summary session.Summary
+	fold    checkpoint.Fold // see fold.go; Seq 0 for none
 }
 
 // New returns an empty store.
@@ -223,6 +224,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	l.events = slices.Clone(l.events[:keepThrough])
 	l.sums = slices.Clone(l.sums[:keepThrough])
 	l.summary = session.Summarize(id, l.events)
+	if l.fold.Seq > keepThrough {
+		l.fold = checkpoint.Fold{}
+	}
 	return keepThrough, nil
 }
 

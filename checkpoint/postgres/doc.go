@@ -59,6 +59,13 @@
 //	    data   bytea           -- the content whose SHA-256 (hex) is digest
 //	)
 //
+//	folds (                    -- checkpoint.FoldKeeper: derived, see fold.go; created
+//	    session text PRIMARY KEY, -- by the first save, committed with synchronous_commit off
+//	    seq     bigint,        -- the last event the fold covers
+//	    tag     text,          -- checkpoint.FoldCheck of that event
+//	    state   bytea          -- session.EncodeState
+//	)
+//
 // The sessions row is the fold of the log by session.Summary.Apply, updated
 // in the same statement as the events are inserted, so it is never out of
 // step with them. Only columns that never change are indexed and half of

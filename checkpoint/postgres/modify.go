@@ -45,7 +45,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if deleted == 0 {
 		return fmt.Errorf("delete %s: %w", id, checkpoint.ErrNotFound)
 	}
-	return nil
+	return s.dropFold(ctx, id, -1) // fold.go
 }
 
 // Truncate implements checkpoint.Checkpointer. Under a row lock on the
@@ -133,6 +133,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 	s.cacheMu.Lock()
 	s.remember(id, next)
 	s.cacheMu.Unlock()
+	if err := s.dropFold(ctx, id, head); err != nil { // fold.go
+		return 0, err
+	}
 	return head, nil
 }
 

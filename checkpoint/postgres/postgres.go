@@ -72,6 +72,7 @@ type Store struct {
 	cache   map[string]state // last state this Store wrote or read, by session
 
 	blobTable    atomic.Bool       // the blob table is known to exist (blob.go)
+	foldTable    atomic.Bool       // the folds table is known to exist (fold.go)
 	leaseMu      sync.Mutex        // guards the three below (lease.go)
 	leases       map[string]*lease // the session leases this Store holds, by session
 	idleConns    []*pgx.Conn       // connections kept for the next lease

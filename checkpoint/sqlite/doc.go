@@ -105,6 +105,17 @@
 //	    data   BLOB NOT NULL
 //	) WITHOUT ROWID;
 //
+// Folds (checkpoint.FoldKeeper: a session's saved state, derived) live in
+// the folds table (fold.go), created by the first SaveFold and committed
+// with synchronous=NORMAL, so without an fsync of their own:
+//
+//	CREATE TABLE folds (
+//	    n     INTEGER PRIMARY KEY,   -- the session's number
+//	    seq   INTEGER NOT NULL,      -- the last event the fold covers
+//	    tag   TEXT    NOT NULL,      -- checkpoint.FoldCheck of that event
+//	    state BLOB    NOT NULL       -- session.EncodeState
+//	);
+//
 // The search index (checkpoint.Searcher) is derived data outside the
 // versioned schema, made and rebuilt from the logs by writable opens (see
 // search.go): a contentless FTS5 table search holding each searchable

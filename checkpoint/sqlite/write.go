@@ -328,6 +328,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 		if _, err := c.exec(bg, stmtDropRange, eventKey(n, r.keep), eventKey(n, maxSeq)); err != nil {
 			return 0, nil, err
 		}
+		if err := dropFold(c, n, r.keep); err != nil { // fold.go
+			return 0, nil, err
+		}
 		if err := s.unindex(c, n, r.keep); err != nil {
 			return 0, nil, err
 		}
@@ -342,6 +345,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 			return 0, fmt.Errorf("delete %s: %w", r.id, checkpoint.ErrNotFound), nil
 		}
 		if _, err := c.exec(bg, stmtDropRange, eventKey(n, 0), eventKey(n, maxSeq)); err != nil {
+			return 0, nil, err
+		}
+		if err := dropFold(c, n, -1); err != nil { // fold.go
 			return 0, nil, err
 		}
 		if err := s.unindex(c, n, 0); err != nil {

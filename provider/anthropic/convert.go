@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,8 +120,8 @@ func sendsABlock(m provider.Message) bool {
 }
 
 // messages maps the transcript to the JSON of its messages, each message
-// encoded once and kept (provider.Encoded): a message sent before is sent
-// as the JSON it was encoded to then. With the prompt cache on, the two
+// encoded once (encodeMessage) and kept (provider.Encoded): a message sent
+// before is sent as the JSON it was encoded to then. With the prompt cache on, the two
 // breakpoints of marked go on their messages' last blocks.
 func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMessage, error) {
 	last, before := -1, -1
@@ -138,23 +137,13 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			out = append(out, raws...)
 			continue
 		}
-		mp, ok, err := message(i, m, thinking)
+		raw, ok, err := encodeMessage(i, m, thinking, mark) // the SDK's encoding, written directly
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			p.encoded.Put(gen, m, variant, nil)
 			continue
-		}
-		if mark {
-			u := mp.OfUser
-			if c := u.Content[len(u.Content)-1].GetCacheControl(); c != nil {
-				*c = sdk.NewCacheControlEphemeralParam()
-			}
-		}
-		raw, err := mp.MarshalJSON() // the SDK's encoding, already compact
-		if err != nil {
-			return nil, fmt.Errorf("anthropic: message %d: %w", i+1, err)
 		}
 		p.encoded.Put(gen, m, variant, []json.RawMessage{raw})
 		out = append(out, raw)
@@ -204,77 +193,6 @@ func body(params sdk.MessageNewParams) (b []byte, ok bool, err error) {
 // maxTokensFirst is what the SDK's encoding of a request starts with,
 // before the messages.
 var maxTokensFirst = regexp.MustCompile(`^\{"max_tokens":[0-9]+$`)
-
-// message maps the transcript's message i to a message param; ok is false
-// for a message left with no blocks. Empty text blocks are dropped (the
-// API refuses them). In a user message, tool results go first, as the API
-// requires.
-//
-// Thinking blocks are sent back, first in their message and unchanged, when
-// thinking is on (the API requires those of the current tool use); without
-// it they are left out.
-func message(i int, m provider.Message, thinking bool) (sdk.MessageParam, bool, error) {
-	var results, others []sdk.ContentBlockParamUnion
-	for j, b := range m.Blocks {
-		switch b.Type {
-		case session.BlockThinking, session.BlockRedactedThinking:
-			if !thinking || m.Role != session.RoleAssistant || (b.Type == session.BlockThinking && b.Signature == "") {
-				continue // unsigned: another provider's reasoning, which the API would refuse
-			}
-			if b.Type == session.BlockThinking {
-				others = append(others, sdk.NewThinkingBlock(b.Signature, b.Text))
-			} else {
-				others = append(others, sdk.NewRedactedThinkingBlock(b.Text))
-			}
-		case session.BlockText:
-			if b.Text != "" {
-				others = append(others, sdk.NewTextBlock(b.Text))
-			}
-		case session.BlockToolUse:
-			if m.Role != session.RoleAssistant {
-				return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d (%s), block %d: a tool_use block belongs in an assistant message", i+1, m.Role, j+1)
-			}
-			input := b.Input
-			if len(input) == 0 {
-				input = json.RawMessage("{}")
-			}
-			if !json.Valid(input) {
-				return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d, block %d: tool_use %s has invalid JSON input", i+1, j+1, b.ID)
-			}
-			others = append(others, sdk.NewToolUseBlock(b.ID, input, b.Name))
-		case session.BlockToolResult:
-			if m.Role != session.RoleUser {
-				return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d (%s), block %d: a tool_result block belongs in a user message", i+1, m.Role, j+1)
-			}
-			tr := sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
-			if b.Text != "" {
-				tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Text}}}
-			}
-			for _, im := range b.Images {
-				src := sdk.Base64ImageSourceParam{Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: sdk.Base64ImageSourceMediaType(im.MediaType)}
-				tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &src}}})
-			}
-			if b.IsError {
-				tr.IsError = sdk.Bool(true)
-			}
-			results = append(results, sdk.ContentBlockParamUnion{OfToolResult: &tr})
-		default:
-			return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d, block %d: block type %q is not supported", i+1, j+1, b.Type)
-		}
-	}
-	blocks := append(results, others...)
-	if len(blocks) == 0 {
-		return sdk.MessageParam{}, false, nil
-	}
-	switch m.Role {
-	case session.RoleUser:
-		return sdk.NewUserMessage(blocks...), true, nil
-	case session.RoleAssistant:
-		return sdk.NewAssistantMessage(blocks...), true, nil
-	default:
-		return sdk.MessageParam{}, false, fmt.Errorf("anthropic: message %d: role %q is neither %q nor %q", i+1, m.Role, session.RoleUser, session.RoleAssistant)
-	}
-}
 
 // emptySchema is the input schema of a tool that declares none.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
