@@ -112,8 +112,10 @@ func TestRestoreUndoesMCPWrites(t *testing.T) {
 	if want := []string{"remove new.txt", "restore notes.txt"}; !slices.Equal(files, want) {
 		t.Errorf("preview files %v, want %v", files, want)
 	}
-	if len(preview.NotUndone) != 0 {
-		t.Errorf("preview lists as not undone %q, want nothing: the MCP writes are tracked", preview.NotUndone)
+	// The writes are tracked; only what the server may have done outside
+	// the workdir is listed.
+	if want := []string{"mcp__fs__write_file c2 (its changes in the workdir are undone; what it did elsewhere is not)", "mcp__fs__write_file c3 (its changes in the workdir are undone; what it did elsewhere is not)"}; !slices.Equal(preview.NotUndone, want) {
+		t.Errorf("preview lists as not undone %q, want %q", preview.NotUndone, want)
 	}
 	res, err := f.agent.Restore(ctx, id, cps[0], nil)
 	if err != nil {
@@ -163,7 +165,8 @@ func TestMCPChangeNotUndoneNamesTheTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.NotUndone) != 1 || !strings.HasPrefix(res.NotUndone[0], "mcp__fs__write_file c3: big.txt (over the size limit") {
-		t.Errorf("not undone %q, want big.txt under mcp__fs__write_file c3", res.NotUndone)
+	if len(res.NotUndone) != 2 || !strings.HasPrefix(res.NotUndone[0], "mcp__fs__write_file c3: big.txt (over the size limit") ||
+		res.NotUndone[1] != "mcp__fs__write_file c3 (its changes in the workdir are undone; what it did elsewhere is not)" {
+		t.Errorf("not undone %q, want big.txt under mcp__fs__write_file c3, then the call's note", res.NotUndone)
 	}
 }

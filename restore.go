@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/mcp"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -327,6 +328,10 @@ type restorePlan struct {
 	notUndone []string
 }
 
+// mcpElsewhere is the note on a tracked MCP call: what it changed in the
+// workdir is undone, what it did through its server elsewhere is not.
+const mcpElsewhere = " (its changes in the workdir are undone; what it did elsewhere is not)"
+
 func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}, fromBlob: map[string]bool{}, dirs: map[string]dirTarget{}}
 	var open []string            // calls started after seq that never finished
@@ -383,6 +388,10 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 	for _, f := range untracked {
 		if !tracked[f.CallID] {
 			p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID)
+		} else if _, _, mcpCall := mcp.SplitToolName(f.Tool); mcpCall {
+			// Its workspace manifests cover the workdir only; an MCP
+			// server can act anywhere (a remote API, another directory).
+			p.notUndone = append(p.notUndone, f.Tool+" "+f.CallID+mcpElsewhere)
 		}
 	}
 	for _, c := range open {
