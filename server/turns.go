@@ -145,6 +145,9 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 			st.Error = err.Error()
 		}
 		s.feeds.publish(id, dataMsg(kindTurn, st))
+		if s.approvals != nil {
+			s.approvals.turnEnded(id)
+		}
 		s.mu.Lock()
 		if fresh != nil && sess.Head() == 0 {
 			// Nothing was stored: the session does not exist.
