@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,6 +134,8 @@ func (s *Store) listenOnce(ctx context.Context, l *listener) error {
 		return ctx.Err()
 	}
 	cfg := s.pool.Config().ConnConfig.Copy()
+	// Named so that pg_stat_activity tells it from the pool's.
+	cfg.RuntimeParams["application_name"] = "lite-agent listen " + strconv.Itoa(os.Getpid())
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
