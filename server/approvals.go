@@ -34,6 +34,7 @@ type Approvals struct {
 	mu       sync.Mutex
 	pending  map[pendingKey]*waiting
 	answered map[pendingKey]bool           // answered here without a mailbox, until the turn ends
+	posted   map[string]bool               // sessions this process posted in since their last turn's end
 	question func(liteagent.InputRequest)  // the server's: publish a question on the session's stream
 	store    checkpoint.Checkpointer       // the server's
 	box      checkpoint.Mailbox            // nil: answers are taken in this process only
@@ -82,7 +83,7 @@ var errAnswered = errors.New("this call or question has been answered already; i
 
 // NewApprovals returns an empty Approvals.
 func NewApprovals() *Approvals {
-	return &Approvals{pending: map[pendingKey]*waiting{}, answered: map[pendingKey]bool{}}
+	return &Approvals{pending: map[pendingKey]*waiting{}, answered: map[pendingKey]bool{}, posted: map[string]bool{}}
 }
 
 // attach connects a to its server: how questions are published, and the
@@ -154,6 +155,10 @@ func (a *Approvals) wait(ctx context.Context, k pendingKey, w *waiting, then fun
 				log("could not post a waiting call in the store's mailbox; only this server can answer it", "session", k.session, "call", k.call, "error", err)
 			}
 			box = nil
+		} else {
+			a.mu.Lock()
+			a.posted[k.session] = true
+			a.mu.Unlock()
 		}
 	}
 	if then != nil {
@@ -273,7 +278,10 @@ func (a *Approvals) answer(ctx context.Context, k pendingKey, question bool, ans
 }
 
 // turnEnded forgets session id's answers: a call of a turn that ended
-// waits for nothing, and its answers go from the mailbox too.
+// waits for nothing, and its answered entries go from the mailbox too.
+// Unanswered ones are left: a call that stopped waiting took its own, and
+// one may be a new turn's (of a background completion turn here, or of
+// another process, once the lease went).
 func (a *Approvals) turnEnded(id string) {
 	a.mu.Lock()
 	for k := range a.answered {
@@ -281,10 +289,24 @@ func (a *Approvals) turnEnded(id string) {
 			delete(a.answered, k)
 		}
 	}
-	box := a.box
+	box, posted := a.box, a.posted[id]
+	delete(a.posted, id)
 	a.mu.Unlock()
-	if box != nil {
-		box.Unpost(context.Background(), id, "")
+	if box == nil || !posted {
+		return // a turn that asked nothing costs no read of the mailbox
+	}
+	ctx := context.Background()
+	mail, err := box.Mail(ctx, id)
+	if err != nil {
+		return // the next turn's end, or the session's delete, takes them
+	}
+	for _, m := range mail {
+		a.mu.Lock()
+		_, waits := a.pending[pendingKey{id, m.Call}]
+		a.mu.Unlock()
+		if !waits && m.Answer != nil {
+			box.Unpost(ctx, id, m.Call)
+		}
 	}
 }
 
