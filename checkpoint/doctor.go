@@ -15,7 +15,8 @@ import (
 // The doctor checks a store against its logs: every log reads (framing,
 // checksums, seqs 1, 2, 3 … up to the recorded head), every event's payload
 // is JSON, the stored summary equals a fold of the log, a fork's parent is
-// there (on every store), a private task list's session is there, and, through a store's Repairer, what it derives (summary rows,
+// there (on every store), a private task list's session is there, a mailbox's
+// session is there, and, through a store's Repairer, what it derives (summary rows,
 // search index) matches the logs. With repair, a Repairer rebuilds derived
 // data from the logs and moves a damaged tail aside; the doctor itself never
 // deletes an event.
@@ -85,7 +86,8 @@ type DoctorOptions struct {
 }
 
 // Doctor checks c (see the section above) and returns its report. It writes
-// only with opts.Repair, and only through c's Repairer.
+// only with opts.Repair, and only through c's Repairer (and its Mailbox, to
+// remove the mailboxes of sessions that are gone).
 func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, error) {
 	r := &Report{Problems: []Problem{}}
 	rp, whole := c.(Repairer)
@@ -166,6 +168,13 @@ func Doctor(ctx context.Context, c Checkpointer, opts DoctorOptions) (*Report, e
 		return nil, err
 	}
 	r.Problems = append(r.Problems, found...)
+	if opts.Session == "" {
+		found, err := mailProblems(ctx, c, heads, opts.Repair) // doctor_mail.go
+		if err != nil {
+			return nil, err
+		}
+		r.Problems = append(r.Problems, found...)
+	}
 	return r, nil
 }
 

@@ -173,8 +173,13 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	pending, err := s.approvals.PendingIn(r.Context(), s.store, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	approvals, questions := []approvalJSON{}, []questionJSON{}
-	for _, p := range s.approvals.Pending(id) {
+	for _, p := range pending {
 		if p.Approval != nil {
 			approvals = append(approvals, approvalOf(*p.Approval))
 		} else {
@@ -315,7 +320,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := pendingKey{r.PathValue("id"), r.PathValue("call")}
-	if err := s.approvals.answer(k, false, answer{decision: d, reason: strings.TrimSpace(req.Reason)}); err != nil {
+	if err := s.approvals.answer(r.Context(), k, false, answer{Decision: d, Reason: strings.TrimSpace(req.Reason)}); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -335,7 +340,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := pendingKey{r.PathValue("id"), r.PathValue("call")}
-	if err := s.approvals.answer(k, true, answer{text: req.Answer}); err != nil {
+	if err := s.approvals.answer(r.Context(), k, true, answer{Text: req.Answer}); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -6,11 +6,14 @@
 // checkpoints are read from the checkpointer on every request, turns run
 // through liteagent.Session.Send, and a live stream catches up from the log
 // (by seq, so a client resumes with Last-Event-ID) before it follows the
-// updates of the turns this process runs and polls the store's head for
-// the turns other processes run. Several servers on one store (SQLite on
-// one host, PostgreSQL on many) serve the same sessions: the store's head
-// check lets one of two concurrent prompts in, and the other is answered
-// with HTTP 409 and the heads.
+// updates of the turns this process runs and reads the log when the store
+// says another process changed it (checkpoint.Watcher: PostgreSQL's
+// LISTEN/NOTIFY), else, and while the store cannot hear, polls the head.
+// Several servers on one store (SQLite on one host, PostgreSQL on many)
+// serve the same sessions: the store's head check lets one of two
+// concurrent prompts in, and the other is answered with HTTP 409 and the
+// heads; the calls a turn waits on are posted in the session's mailbox in
+// the store (checkpoint.Mailbox), so any of them answers them, once.
 //
 // It is safe by default: every request needs the bearer token (header or
 // the HttpOnly cookie the viewer's one-time link sets), the Host header

@@ -131,15 +131,31 @@ func (f *feed) publish(m msg) {
 // poll follows the store's head for session f.id until ctx ends: events
 // other processes appended are read and published; a head that went back
 // (a rewind elsewhere) or a deleted log is published as a reset.
+//
+// On a store that is a checkpoint.Watcher the head is read when the store
+// says the session changed, and on the ticks only while it cannot hear.
 func (fs *feeds) poll(ctx context.Context, f *feed) {
 	t := time.NewTicker(fs.s.opts.PollInterval)
 	defer t.Stop()
+	var changes <-chan struct{}
+	watcher, _ := fs.s.store.(checkpoint.Watcher)
+	if watcher != nil {
+		ch, stop := watcher.Watch(f.id)
+		defer stop()
+		changes = ch
+	}
 	gone := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	for first := watcher != nil; ; first = false {
+		if !first { // a change between the subscriber's read and Watch is read at once
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+			case <-t.C:
+				if watcher != nil && watcher.Listening() {
+					continue
+				}
+			}
 		}
 		sum, err := fs.s.store.Head(ctx, f.id)
 		if errors.Is(err, checkpoint.ErrNotFound) {

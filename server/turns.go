@@ -144,6 +144,11 @@ func (s *Server) startTurn(ctx context.Context, id string, fresh *liteagent.Sess
 		if err != nil {
 			st.Error = err.Error()
 		}
+		if s.approvals != nil {
+			// Before the turn is said to have ended, so that a client
+			// sending the next prompt at once finds the session free.
+			s.approvals.turnEnded(id)
+		}
 		s.feeds.publish(id, dataMsg(kindTurn, st))
 		s.mu.Lock()
 		if fresh != nil && sess.Head() == 0 {

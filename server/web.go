@@ -115,7 +115,12 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	running := info.Status == session.StatusRunning
-	s.render(w, http.StatusOK, "session.html", sessionPage{ID: id, Info: info, Timeline: tl, Pending: s.approvals.Pending(id), Running: running})
+	pending, err := s.approvals.PendingIn(r.Context(), s.store, id)
+	if err != nil {
+		s.pageError(w, err)
+		return
+	}
+	s.render(w, http.StatusOK, "session.html", sessionPage{ID: id, Info: info, Timeline: tl, Pending: pending, Running: running})
 }
 
 func (s *Server) pageTimeline(w http.ResponseWriter, r *http.Request) {

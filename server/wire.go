@@ -87,6 +87,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "not_found", msg, nil)
 	case errors.Is(err, errNoPending):
 		writeError(w, http.StatusNotFound, "not_found", msg, nil)
+	case errors.Is(err, errAnswered):
+		writeError(w, http.StatusConflict, "answered", msg, nil)
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over the server's limit of %d bytes", tooBig.Limit), nil)
 	case errors.Is(err, checkpoint.ErrInvalid), errors.Is(err, errBadRequest):

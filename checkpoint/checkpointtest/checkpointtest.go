@@ -127,8 +127,11 @@ var subtests = []subtest{
 	{name: "Search", run: testSearch},
 	{name: "SearchFollowsChanges", run: testSearchFollowsChanges},
 	{name: "SearchMatchesScan", run: testSearchMatchesScan},
-	{name: "Blobs", run: testBlobs},           // blob.go
-	{name: "StateFolds", run: testStateFolds}, // statefold.go
+	{name: "Blobs", run: testBlobs},             // blob.go
+	{name: "StateFolds", run: testStateFolds},   // statefold.go
+	{name: "Mailbox", run: testMailbox},         // mailbox.go
+	{name: "MailboxRace", run: testMailboxRace}, // mailbox.go
+	{name: "Watch", persistent: true, run: testWatch},
 }
 
 // Run runs every conformance subtest against b. Backends call it from

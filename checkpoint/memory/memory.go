@@ -21,7 +21,8 @@ type Store struct {
 	mu       sync.RWMutex
 	closed   bool
 	sessions map[string]*sessionLog
-	blobs    map[string]storedBlob // see blob.go
+	blobs    map[string]storedBlob       // see blob.go
+	mail     map[mailKey]checkpoint.Mail // see mailbox.go
 }
 
 // sessionLog is one session's events, their checksums and their summary.
@@ -192,6 +193,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete %s: %w", id, checkpoint.ErrNotFound)
 	}
 	delete(s.sessions, id)
+	s.unpost(id, "")
 	return nil
 }
 

@@ -688,9 +688,12 @@ func (s *Store) send(ctx context.Context, conn *pgx.Conn, plans []plan, solo boo
 			return nil
 		}
 	}
+	ids := make([]string, 0, len(plans))
 	for _, p := range plans {
 		p.r.tag, p.r.newHead = p.next.etag, p.next.sum.Head
+		ids = append(ids, p.r.id)
 	}
+	queueNotify(b, ids...)
 	br := conn.SendBatch(ctx, b)
 	applied := make(map[*appendReq]bool, len(plans))
 	var stmtErr error

@@ -66,6 +66,22 @@
 //	    state   bytea          -- session.EncodeState
 //	)
 //
+//	mailbox (                  -- checkpoint.Mailbox: calls of running turns waiting for
+//	    session text,          --   a person; created (if absent) by every writable open,
+//	    call    text,          --   outside the numbered migrations
+//	    kind    text,          -- "approval", "question": the caller's word
+//	    request bytea,
+//	    answer  bytea,         -- NULL while the call waits; set once (answer IS NULL)
+//	    posted  timestamptz,
+//	    PRIMARY KEY (session, call)
+//	)
+//
+// Every append, truncation, delete and mailbox post or answer notifies
+// channel lite_agent_sessions with the session's id, in its own transaction
+// (delivered when it commits); a Store that is watched (checkpoint.Watcher,
+// notify.go) LISTENs on a connection of its own, named "lite-agent listen
+// PID", and connects again when it breaks.
+//
 // The sessions row is the fold of the log by session.Summary.Apply, updated
 // in the same statement as the events are inserted, so it is never out of
 // step with them. Only columns that never change are indexed and half of

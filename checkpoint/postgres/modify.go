@@ -30,6 +30,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		b.Queue(`DELETE FROM sessions WHERE id = $1`, id)
 		b.Queue(`DELETE FROM events WHERE session = $1`, id)
 		b.Queue(`DELETE FROM search_index WHERE session = $1`, id)
+		b.Queue(`DELETE FROM mailbox WHERE session = $1`, id)
+		queueNotify(b, id)
 		br := s.pool.SendBatch(ctx, b)
 		tag, err := br.Exec()
 		if err == nil {
@@ -107,6 +109,9 @@ func (s *Store) Truncate(ctx context.Context, id string, keepThrough, expectedHe
 				id, sum.Namespace, sum.Kind, sum.Head, sum.Messages, string(sum.Status), sum.Created, sum.Updated,
 				entry.Encode(&sum), next.gen, next.etag, maxData)
 			head = sum.Head
+			if err == nil {
+				err = notifyTx(ctx, tx, id)
+			}
 			return err
 		})
 	}

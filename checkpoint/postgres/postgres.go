@@ -77,6 +77,8 @@ type Store struct {
 	leases       map[string]*lease // the session leases this Store holds, by session
 	idleConns    []*pgx.Conn       // connections kept for the next lease
 	closedLeases bool              // Close let go of them all
+
+	listen listener // the LISTEN connection of Watch (notify.go)
 }
 
 // Open connects to the PostgreSQL database named by url (postgres:// or
@@ -175,6 +177,9 @@ func (s *Store) setUp(ctx context.Context) error {
 	if err := migrate(ctx, conn.Conn()); err != nil {
 		return err
 	}
+	if err := ensureMailbox(ctx, conn.Conn()); err != nil {
+		return err
+	}
 	return ensureIndex(ctx, conn.Conn())
 }
 
@@ -204,6 +209,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.calls.Wait()
+	s.stopListening()
 	s.closeLeases()
 	s.pool.Close()
 	return nil

@@ -116,6 +116,20 @@
 //	    state BLOB    NOT NULL       -- session.EncodeState
 //	);
 //
+// The mailbox (checkpoint.Mailbox: calls of running turns waiting for a
+// person, answered by any process) is a table of its own too, created by
+// the first Post; Delete removes a session's entries with its log:
+//
+//	CREATE TABLE mailbox (
+//	    session TEXT NOT NULL,
+//	    call    TEXT NOT NULL,
+//	    kind    TEXT NOT NULL,       -- "approval", "question": the caller's word
+//	    request BLOB NOT NULL,
+//	    answer  BLOB,                -- NULL while the call waits; set once
+//	    posted  INTEGER NOT NULL,    -- unix microseconds
+//	    PRIMARY KEY (session, call)
+//	) WITHOUT ROWID;
+//
 // The search index (checkpoint.Searcher) is derived data outside the
 // versioned schema, made and rebuilt from the logs by writable opens (see
 // search.go): a contentless FTS5 table search holding each searchable

@@ -353,6 +353,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 		if err := s.unindex(c, n, 0); err != nil {
 			return 0, nil, err
 		}
+		if _, err := c.exec(bg, stmtMailDrop, r.id, "", ""); err != nil && !noMailTable(err) {
+			return 0, nil, err
+		}
 		_, err := c.exec(bg, stmtDropSession, r.id)
 		return 0, nil, err
 	}
