@@ -71,3 +71,16 @@ func (l *lazyStore) DeleteBlobs(ctx context.Context, digests []string) error {
 	}
 	return st.DeleteBlobs(ctx, digests)
 }
+
+var _ checkpoint.BlobBatchReader = (*lazyStore)(nil)
+
+func (l *lazyStore) ReadBlobs(ctx context.Context, digests []string) (map[string][]byte, error) {
+	st, err := l.open(false)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return map[string][]byte{}, nil
+	}
+	return checkpoint.ReadBlobs(ctx, st, digests)
+}

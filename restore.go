@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/mcp"
@@ -204,13 +202,15 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	// Each file as it is now, read once: for the drift check and for the
 	// undo fork.
 	current := make(map[string]session.FileSnapshot, len(paths))
+	found := newDirRoots(a.root)
+	defer found.close()
 	for _, p := range paths {
 		action := "restore"
 		if !plan.target[p].Existed {
 			action = "remove"
 		}
 		res.Files = append(res.Files, FileChange{Path: p, Action: action})
-		snap, err := snapshotFile(a.root, "restore", p)
+		snap, err := found.snapshot(p)
 		if err != nil {
 			return nil, fmt.Errorf("restore %s: read %s: %w; nothing was written", id, p, err)
 		}
@@ -219,6 +219,7 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 			res.Drift = append(res.Drift, p)
 		}
 	}
+	found.close()
 	res.Files = append(res.Files, dirChanges(plan.dirs)...)
 	if o.DryRun || (seq == head && !claimed) {
 		return res, nil
@@ -254,9 +255,9 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 	if !rerun {
 		// The files as the restore finds them (the state at the head), then
 		// what the restore leaves: restoring the fork to head undoes it.
-		extra := make([]session.Event, 0, len(paths)+1)
-		for _, p := range paths {
-			extra = append(extra, mustEvent(session.TypeFileSnapshot, current[p]))
+		extra, err := a.undoEvents(ctx, &plan, paths, current)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: keep the files for undo: %w (no file was written; re-run the restore to finish it)", id, err)
 		}
 		restored := session.Restored{Session: id, ToSeq: seq, Fork: undo, Files: map[string]string{}, NotUndone: plan.notUndone}
 		for _, p := range paths {
@@ -274,28 +275,50 @@ func (a *Agent) Restore(ctx context.Context, id string, seq int64, opts *Restore
 
 	// Write the files back (the old content is safe in the undo fork), then
 	// make them durable with one sync before the log forgets the tail.
-	var written []string
+	// The blobs are read in batches (one query each), the directories
+	// located afresh (one handle each, see dirRoots).
+	var todo []string
 	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("restore %s: %w after %d of %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written), len(paths))
-		}
 		if current[p].Digest == plan.target[p].Digest && current[p].Existed == plan.target[p].Existed &&
 			(!current[p].Existed || current[p].Mode == plan.target[p].Mode) {
 			continue // already as it was at the checkpoint
 		}
-		target := plan.target[p]
-		if plan.fromBlob[p] {
-			data, err := a.blobContent(ctx, target)
+		todo = append(todo, p)
+	}
+	dirs := newDirRoots(a.root)
+	defer dirs.close()
+	var written []string
+	for _, batch := range plan.blobBatches(todo) {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("restore %s: %w after %d of %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written), len(todo))
+		}
+		content, err := a.readBatch(ctx, &plan, batch)
+		if err != nil {
+			return res, fmt.Errorf("restore %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written))
+		}
+		for _, p := range batch {
+			if err := ctx.Err(); err != nil {
+				return res, fmt.Errorf("restore %s: %w after %d of %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written), len(todo))
+			}
+			target := plan.target[p]
+			if plan.fromBlob[p] {
+				data, ok := content[target.Digest]
+				if !ok {
+					return res, fmt.Errorf("restore %s: %s: blob %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, p, target.Digest, checkpoint.ErrNotFound, len(written))
+				}
+				target.Content = data
+			}
+			loc, err := dirs.locate(p)
+			if err == nil {
+				err = putBackAt(loc, target, current[p])
+			}
 			if err != nil {
 				return res, fmt.Errorf("restore %s: %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, p, err, len(written))
 			}
-			target.Content = data
+			written = append(written, p)
 		}
-		if err := a.putBack(target); err != nil {
-			return res, fmt.Errorf("restore %s: %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, p, err, len(written))
-		}
-		written = append(written, p)
 	}
+	dirs.close()
 	dirsChanged, err := a.restoreDirs(plan.dirs)
 	if err != nil {
 		return res, fmt.Errorf("restore %s: %w after writing %d file(s) (re-run the restore to finish; it is safe to repeat)", id, err, len(written))
@@ -322,6 +345,7 @@ type restorePlan struct {
 	// fromBlob marks targets whose content is a blob in the store (files a
 	// shell command changed), not in the snapshot.
 	fromBlob map[string]bool
+	blobSize map[string]int64 // the size of each of those blobs, for batching
 	// dirs maps each directory created or removed after the checkpoint to
 	// how it was then (see restore_shell.go).
 	dirs      map[string]dirTarget
@@ -333,7 +357,7 @@ type restorePlan struct {
 const mcpElsewhere = " (its changes in the workdir are undone; what it did elsewhere is not)"
 
 func planRestore(events []session.Event, seq int64) (restorePlan, error) {
-	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}, fromBlob: map[string]bool{}, dirs: map[string]dirTarget{}}
+	p := restorePlan{target: map[string]session.FileSnapshot{}, last: map[string]string{}, fromBlob: map[string]bool{}, blobSize: map[string]int64{}, dirs: map[string]dirTarget{}}
 	var open []string            // calls started after seq that never finished
 	tracked := map[string]bool{} // shell calls whose changes are recorded
 	var untracked []session.ToolFinished
@@ -398,44 +422,6 @@ func planRestore(events []session.Event, seq int64) (restorePlan, error) {
 		p.notUndone = append(p.notUndone, c+" (interrupted: its outcome is unknown)")
 	}
 	return p, nil
-}
-
-// putBack writes a snapshot back to disk, in place (the content it
-// replaces is already kept in the undo fork), with its old mode; or removes
-// the file if it did not exist. It does not sync: see syncFiles.
-func (a *Agent) putBack(s session.FileSnapshot) error {
-	loc, err := a.root.Locate(s.Path)
-	if err != nil {
-		return err
-	}
-	if !s.Existed {
-		err := loc.FS.Remove(loc.Name)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	if dir := filepath.Dir(loc.Name); dir != "." {
-		if err := loc.FS.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := loc.CheckWritable(); err != nil {
-		return err
-	}
-	mode := fs.FileMode(s.Mode & 0o7777)
-	f, err := loc.FS.OpenFile(loc.Name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(s.Content)
-	if err == nil {
-		err = f.Chmod(mode) // the file may have existed with another mode
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // fsyncEach syncs each file (and the directory of a removed one).

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/session"
 )
 
@@ -61,6 +60,7 @@ func (p *restorePlan) addShellChanges(e session.Event, seq int64, tracked map[st
 			if c.Before != nil {
 				snap.Existed, snap.Mode, snap.Digest = true, uint32(fs.FileMode(c.Before.Mode).Perm()), c.Before.Digest
 				p.fromBlob[c.Path] = true
+				p.blobSize[c.Path] = c.Before.Size
 			}
 			p.target[c.Path] = snap
 		}
@@ -110,22 +110,6 @@ func (a *Agent) checkBlobs(ctx context.Context, p *restorePlan) error {
 		p.notUndone = append(p.notUndone, fmt.Sprintf("%s: its content at the checkpoint is no longer in the store", path))
 	}
 	return nil
-}
-
-// blobContent returns the content of a target kept as a blob.
-func (a *Agent) blobContent(ctx context.Context, t session.FileSnapshot) ([]byte, error) {
-	bs := a.blobStore()
-	if bs == nil {
-		return nil, fmt.Errorf("the store keeps no blobs: %w", checkpoint.ErrNotFound)
-	}
-	data, err := bs.Blob(ctx, t.Digest)
-	if err != nil {
-		return nil, err
-	}
-	if checkpoint.BlobDigest(data) != t.Digest {
-		return nil, fmt.Errorf("blob %s: %w", t.Digest, checkpoint.ErrCorrupt)
-	}
-	return data, nil
 }
 
 // dirChanges lists what restoreDirs will do, for the result.

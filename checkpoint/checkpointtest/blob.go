@@ -241,4 +241,5 @@ func testBlobs(t *testing.T, b Backend) {
 		}
 		wantErr(t, "list after close", listErr, checkpoint.ErrClosed)
 	})
+	t.Run("BatchRead", func(t *testing.T) { testBlobBatch(t, b) }) // blobbatch.go
 }
