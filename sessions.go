@@ -182,6 +182,11 @@ func (a *Agent) Resume(ctx context.Context, id string) error {
 // nothing); inspection loads without it, writing nothing.
 func (a *Agent) load(ctx context.Context, id string, save bool) (*session.State, int64, error) {
 	st, info, err := checkpoint.LoadState(ctx, a.store, id)
+	// A restore or fork of another process may cut the log while it is
+	// read; the log it leaves is whole, so reading again sees it.
+	for try := 0; errors.Is(err, checkpoint.ErrLogReplaced) && try < 3; try++ {
+		st, info, err = checkpoint.LoadState(ctx, a.store, id)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("load session %s: %w", id, err)
 	}

@@ -32,6 +32,10 @@ var (
 	ErrTooLarge = errors.New("event too large")
 	// ErrReadOnly: the store was opened read-only and a write was attempted.
 	ErrReadOnly = errors.New("checkpointer is read-only")
+	// ErrLogReplaced: a Read that spans several statements saw the log
+	// truncated or re-created under it (a restore, say) and stopped rather
+	// than mix two logs. Nothing is wrong with the store: read it again.
+	ErrLogReplaced = errors.New("the session was truncated or replaced while being read")
 )
 
 // ConflictError is returned by Append and Truncate when the session's stored

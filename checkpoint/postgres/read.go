@@ -93,7 +93,7 @@ func (s *Store) Read(ctx context.Context, id string, fromSeq int64) iter.Seq2[se
 				yield(session.Event{}, fmt.Errorf("read %s: %w: the session was deleted while being read", id, checkpoint.ErrNotFound))
 				return
 			case *p.gen != gen:
-				yield(session.Event{}, fmt.Errorf("read %s: the session was truncated or replaced while being read (at seq %d): read it again", id, p.from))
+				yield(session.Event{}, fmt.Errorf("read %s: %w (at seq %d): read it again", id, checkpoint.ErrLogReplaced, p.from))
 				return
 			}
 			fetch(rows)
