@@ -24,6 +24,11 @@ import (
 // the append is durable; if the append fails, the call is cancelled
 // unseen.
 //
+// A permission rule's decision about a call (permission_decided) rides
+// with the append after it: the intent, the receipt of a denied call, or
+// the answer written before a person is asked. Before this, a turn whose
+// call a rule allowed made five appends (`--allow edit` on one write).
+//
 // An assistant message with tool calls is held until the first call's
 // intent is written, or written alone before a person is asked to approve
 // a call (the answer may take minutes). A crash before that append loses

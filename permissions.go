@@ -1,7 +1,6 @@
 package liteagent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -82,19 +81,22 @@ func (s *Session) ruleRequest(c call, spec tool.Spec, paths []string) permission
 // decideByRule asks the permission engine about the call and records a
 // decision it takes in the log. It returns the effect (permission.None when
 // no rule matched) and, for a deny, what the model is told.
-func (s *Session) decideByRule(ctx context.Context, c call, spec tool.Spec, paths []string) (permission.Effect, string, error) {
+//
+// The decision is held for the call's next append (held.go), not written
+// on its own: an allow is followed by the intent's append, a deny by the
+// receipt's, an ask by the append made before a person is asked, and
+// nothing outside the log happens in between.
+func (s *Session) decideByRule(c call, spec tool.Spec, paths []string) (permission.Effect, string) {
 	if s.a.opts.Permissions == nil {
-		return permission.None, "", nil
+		return permission.None, ""
 	}
 	d := s.a.opts.Permissions.Decide(s.ruleRequest(c, spec, paths))
 	if d.Effect == permission.None {
-		return permission.None, "", nil
+		return permission.None, ""
 	}
 	ev := session.PermissionDecided{CallID: c.id, Tool: c.name, Effect: string(d.Effect), Rule: d.Rule.Name(), Source: d.Rule.Source, Reason: d.Rule.Reason}
-	if err := s.append(ctx, mustEvent(session.TypePermissionDecided, ev)); err != nil {
-		return permission.None, "", err
-	}
-	return d.Effect, deniedText(fmt.Sprintf("A permission rule denied this call: %s.", d.Reason())), nil
+	s.hold(mustEvent(session.TypePermissionDecided, ev))
+	return d.Effect, deniedText(fmt.Sprintf("A permission rule denied this call: %s.", d.Reason()))
 }
 
 // deniedText is what the model reads for a denied call.

@@ -342,10 +342,8 @@ func (s *Session) toolNames() []string {
 // "rule"), or "" and what the model is told when it was denied.
 func (s *Session) approve(ctx context.Context, c call, t tool.Tool, paths []string) (string, string, error) {
 	spec := t.Spec()
-	effect, ruleDenied, err := s.decideByRule(ctx, c, spec, paths)
+	effect, ruleDenied := s.decideByRule(c, spec, paths)
 	switch {
-	case err != nil:
-		return "", "", err
 	case effect == permission.Allow:
 		return "rule", "", nil
 	case effect == permission.Deny:
