@@ -6,8 +6,13 @@
 // dies, so a lock that can be taken means nobody runs the session, whatever
 // the file still says.
 //
-// The files are never removed (removing a lock file races with a process
-// about to lock it); each is a few dozen bytes, rewritten by every lease.
+// A lease's file is removed when the lease ends, by its holder while it
+// still holds the lock. A process that opened the file just before that
+// and locks it after holds the lock of a file no longer at the path: Lease
+// checks, after locking, that the path still names the file it locked
+// (same device and inode), and starts again when it does not. Only a
+// process that dies while holding a lease leaves its file behind, until
+// the session's next lease ends.
 package lockfile
 
 import (
@@ -63,7 +68,22 @@ func (d *Dir) Lease(ctx context.Context, id string) (func(), error) {
 	if err := os.MkdirAll(d.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
 	}
-	f, err := os.OpenFile(d.path(id), os.O_RDWR|os.O_CREATE, 0o600)
+	for {
+		release, err := d.lease(ctx, id)
+		if err != errRemoved {
+			return release, err
+		}
+	}
+}
+
+// errRemoved is lease's answer when the file it locked was removed from
+// the path by the lease's last holder in the meantime: Lease tries again.
+var errRemoved = errors.New("lock file removed")
+
+// lease takes the lease through the file at id's path, once.
+func (d *Dir) lease(ctx context.Context, id string) (func(), error) {
+	p := d.path(id)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
 	}
@@ -95,6 +115,11 @@ func (d *Dir) Lease(ctx context.Context, id string) (func(), error) {
 		}
 		return nil, &checkpoint.LeaseHeldError{Session: id, Holder: *h}
 	}
+	if !samePath(f, p) {
+		unlock(f)
+		f.Close()
+		return nil, errRemoved
+	}
 	me := Self()
 	b, _ := json.Marshal(me)
 	if err := f.Truncate(0); err == nil {
@@ -103,11 +128,24 @@ func (d *Dir) Lease(ctx context.Context, id string) (func(), error) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			// Removed while still locked: whoever opened it meanwhile
+			// finds, once it has the lock, that the path is not its file.
 			f.Truncate(0)
+			os.Remove(p)
 			unlock(f)
 			f.Close()
 		})
 	}, nil
+}
+
+// samePath reports whether path still names the open file f.
+func samePath(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, pi)
 }
 
 // LeaseHolder implements checkpoint.Leaser. It only opens files to read.

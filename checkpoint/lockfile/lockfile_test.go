@@ -6,7 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/lockfile"
@@ -99,5 +102,55 @@ func TestLeaseWhileOthersLook(t *testing.T) {
 	close(stop)
 	for range 4 {
 		<-done
+	}
+}
+
+// TestLeaseFileRemoved: a lease's file is gone once the lease ends, and
+// leases taken and ended without pause by many holders at once (each its
+// own open file, as separate processes have) never let two hold the same
+// session, although each removal races with others opening the file.
+func TestLeaseFileRemoved(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "s.db.leases")
+	release, err := lockfile.New(dir).Lease(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("after the lease ended the directory holds %v, want nothing", entries)
+	}
+
+	var holders, most, taken atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			d := lockfile.New(dir)
+			for range 300 {
+				release, err := d.Lease(ctx, "s1")
+				var held *checkpoint.LeaseHeldError
+				if errors.As(err, &held) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := holders.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				taken.Add(1)
+				time.Sleep(20 * time.Microsecond) // held a moment, as a turn holds it
+				holders.Add(-1)
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	if most.Load() != 1 || taken.Load() == 0 {
+		t.Fatalf("at most %d holders at once over %d leases, want exactly 1", most.Load(), taken.Load())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("after every lease ended the directory holds %v, want nothing", entries)
 	}
 }
