@@ -16,7 +16,10 @@ import (
 // SDK's field order and escaping, each message the JSON it was encoded to
 // and kept (see messages), and "stream":true last, where the SDK sets it.
 // The bytes are the same for the same request, so the prompt cache finds
-// its prefixes. TestRequestIsTheSDKs compares it with the SDK's encoding.
+// its prefixes. With the prompt cache on, the last tool (caching every
+// tool) and the system prompt carry a breakpoint; the messages' two are put
+// by messages (see marked). TestRequestIsTheSDKs compares it with the SDK's
+// encoding.
 func (p *Provider) request(req provider.Request) ([]byte, error) {
 	if req.Model == "" {
 		return nil, errors.New("anthropic: no model is set; name one, such as claude-sonnet-4-5")
