@@ -151,8 +151,7 @@ func (p *Provider) attempt(ctx context.Context, body []byte, model string, emit 
 // and nameless events are skipped; an error event ends the stream with an
 // *apiError. Each event's JSON is decoded with encoding/json into one small
 // struct reused for the stream, not into the SDK's event union, whose
-// decoder walked it by reflection (7-10% of a one-turn process; see the
-// package doc).
+// decoder walks it by reflection (see the package doc).
 func (p *Provider) read(ctx context.Context, body []byte, emit func(provider.Delta)) (provider.Response, error) {
 	hr, err := p.post(ctx, body)
 	if err != nil {
