@@ -5,84 +5,112 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"strconv"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// params builds the API request for req: the params, each message in
-// them the JSON it was encoded to (see messages).
-func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
+// request builds the whole JSON body of the API request for req, by hand
+// rather than through the SDK's params (see the package doc for why): the
+// SDK's field order and escaping, each message the JSON it was encoded to
+// and kept (see messages), and "stream":true last, where the SDK sets it.
+// The bytes are the same for the same request, so the prompt cache finds
+// its prefixes. With the prompt cache on, the last tool (caching every
+// tool) and the system prompt carry a breakpoint; the messages' two are put
+// by messages (see marked). TestRequestIsTheSDKs compares it with the SDK's
+// encoding.
+func (p *Provider) request(req provider.Request) ([]byte, error) {
 	if req.Model == "" {
-		return sdk.MessageNewParams{}, errors.New("anthropic: no model is set; name one, such as claude-sonnet-4-5")
+		return nil, errors.New("anthropic: no model is set; name one, such as claude-sonnet-4-5")
 	}
 	if req.MaxTokens < 0 {
-		return sdk.MessageNewParams{}, fmt.Errorf("anthropic: MaxTokens %d is negative; use 0 for the default", req.MaxTokens)
+		return nil, fmt.Errorf("anthropic: MaxTokens %d is negative; use 0 for the default", req.MaxTokens)
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
 	}
-	raws, err := p.messages(req.Messages, req.ThinkingBudget > 0)
-	if err != nil {
-		return sdk.MessageNewParams{}, err
-	}
-	msgs := make([]sdk.MessageParam, len(raws))
-	for i, raw := range raws {
-		msgs[i] = param.Override[sdk.MessageParam](raw)
-	}
-	tools, err := toolParams(req.Tools)
-	if err != nil {
-		return sdk.MessageNewParams{}, err
-	}
-	params := sdk.MessageNewParams{
-		Model:     sdk.Model(req.Model),
-		MaxTokens: int64(maxTokens),
-		Messages:  msgs,
-		Tools:     tools,
-	}
-	if req.System != "" {
-		params.System = []sdk.TextBlockParam{{Text: req.System}}
-	}
 	if req.ThinkingBudget > 0 {
 		if req.ThinkingBudget < minThinkingBudget {
-			return sdk.MessageNewParams{}, fmt.Errorf("anthropic: a thinking budget of %d tokens is below the API's minimum of %d", req.ThinkingBudget, minThinkingBudget)
+			return nil, fmt.Errorf("anthropic: a thinking budget of %d tokens is below the API's minimum of %d", req.ThinkingBudget, minThinkingBudget)
 		}
-		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(req.ThinkingBudget))
-		if params.MaxTokens <= int64(req.ThinkingBudget) {
+		if maxTokens <= req.ThinkingBudget {
 			// The budget counts toward max_tokens, which must exceed it.
-			params.MaxTokens = int64(req.ThinkingBudget + maxTokens)
+			maxTokens += req.ThinkingBudget
 		}
 	}
-	if p.cache {
-		markCache(&params)
+	if err := checkTools(req.Tools); err != nil {
+		return nil, err
 	}
-	return params, nil
+	raws, err := p.messages(req.Messages, req.ThinkingBudget > 0)
+	if err != nil {
+		return nil, err
+	}
+	size := 256 + len(req.Model) + len(req.System)
+	for _, r := range raws {
+		size += len(r) + 1
+	}
+	for _, t := range req.Tools {
+		size += 96 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"max_tokens":`...)
+	out = strconv.AppendInt(out, int64(maxTokens), 10)
+	out = append(out, `,"messages":[`...)
+	for i, r := range raws {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r...)
+	}
+	out = append(out, `],"model":`...)
+	out = appendString(out, req.Model)
+	if req.System != "" {
+		out = append(out, `,"system":[{"text":`...)
+		out = appendString(out, req.System)
+		out = append(out, ',')
+		if p.cache {
+			out = append(out, cacheControl...)
+		}
+		out = append(out, `"type":"text"}]`...)
+	}
+	if req.ThinkingBudget > 0 {
+		out = append(out, `,"thinking":{"budget_tokens":`...)
+		out = strconv.AppendInt(out, int64(req.ThinkingBudget), 10)
+		out = append(out, `,"type":"enabled"}`...)
+	}
+	if len(req.Tools) > 0 {
+		out = append(out, `,"tools":[`...)
+		for i, t := range req.Tools {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			schema := t.InputSchema
+			if len(schema) == 0 {
+				schema = emptySchema
+			}
+			out = append(out, `{"input_schema":`...)
+			out = appendRaw(out, schema)
+			out = append(out, `,"name":`...)
+			out = appendString(out, t.Name)
+			if t.Description != "" {
+				out = append(out, `,"description":`...)
+				out = appendString(out, t.Description)
+			}
+			if p.cache && i == len(req.Tools)-1 {
+				// The last tool's breakpoint caches every tool.
+				out = append(out, `,"cache_control":{"type":"ephemeral"}`...)
+			}
+			out = append(out, '}')
+		}
+		out = append(out, ']')
+	}
+	return append(out, `,"stream":true}`...), nil
 }
 
 // minThinkingBudget is the smallest thinking budget the API takes.
 const minThinkingBudget = 1024
-
-// markCache puts the prompt-cache breakpoints on the tools and the system
-// prompt: the last tool (caching every tool) and the system prompt. The
-// messages' two breakpoints are put by messages (see marked). Nothing else
-// in the request changes turn to turn, so the prefix up to each breakpoint
-// is the same bytes.
-func markCache(params *sdk.MessageNewParams) {
-	cc := sdk.NewCacheControlEphemeralParam()
-	if n := len(params.Tools); n > 0 {
-		if c := params.Tools[n-1].GetCacheControl(); c != nil {
-			*c = cc
-		}
-	}
-	if n := len(params.System); n > 0 {
-		params.System[n-1].CacheControl = cc
-	}
-}
 
 // marked returns the indexes of the messages whose last block carries a
 // prompt-cache breakpoint (at most 4 in a request, as the API allows, two
@@ -166,34 +194,6 @@ func encoding(thinking, mark bool) uint8 {
 	return v
 }
 
-// body is the request body of params, whose messages are kept JSON
-// (provider.Encoded): the SDK encodes the rest, and the messages' JSON goes in as it
-// is, so a kept message costs a copy rather than the SDK's encoding and
-// compaction of it again. ok is false if the SDK's encoding is not of the
-// shape this relies on ({"max_tokens":N,"messages":[...],...}); the params
-// are then sent as they are.
-func body(params sdk.MessageNewParams) (b []byte, ok bool, err error) {
-	msgs := params.Messages
-	params.Messages = []sdk.MessageParam{param.Override[sdk.MessageParam](json.RawMessage("0"))}
-	top, err := params.MarshalJSON()
-	if err != nil {
-		return nil, false, err
-	}
-	raws := make([]json.RawMessage, len(msgs))
-	for j, m := range msgs {
-		raw, ok := m.Overrides()
-		if raws[j], _ = raw.(json.RawMessage); !ok || raws[j] == nil {
-			return nil, false, nil
-		}
-	}
-	b, ok = provider.SpliceMessages(top, `,"messages":[0]`, maxTokensFirst, raws)
-	return b, ok, nil
-}
-
-// maxTokensFirst is what the SDK's encoding of a request starts with,
-// before the messages.
-var maxTokensFirst = regexp.MustCompile(`^\{"max_tokens":[0-9]+$`)
-
 // emptySchema is the input schema of a tool that declares none.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
@@ -203,34 +203,18 @@ func isObject(b []byte) bool {
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
-// toolParams maps tool specs to tool params, sending each input schema as
-// given.
-func toolParams(specs []provider.ToolSpec) ([]sdk.ToolUnionParam, error) {
-	if len(specs) == 0 {
-		return nil, nil
-	}
-	out := make([]sdk.ToolUnionParam, len(specs))
+// checkTools refuses tools the API would: one with no name, or whose input
+// schema is not a JSON object. The schema is checked, not decoded: it is
+// sent as given, and decoding it into a map on every model call was 1.3% of
+// a one-turn process.
+func checkTools(specs []provider.ToolSpec) error {
 	for i, s := range specs {
 		if s.Name == "" {
-			return nil, fmt.Errorf("anthropic: tool %d has no name", i+1)
+			return fmt.Errorf("anthropic: tool %d has no name", i+1)
 		}
-		schema := s.InputSchema
-		if len(schema) == 0 {
-			schema = emptySchema
+		if len(s.InputSchema) > 0 && !isObject(s.InputSchema) {
+			return fmt.Errorf("anthropic: tool %q: the input schema is not a JSON object", s.Name)
 		}
-		// Checked, not decoded: the schema is sent as given, and decoding it
-		// into a map on every model call was 1.3% of a one-turn process.
-		if !isObject(schema) {
-			return nil, fmt.Errorf("anthropic: tool %q: the input schema is not a JSON object", s.Name)
-		}
-		t := sdk.ToolParam{
-			Name:        s.Name,
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](schema),
-		}
-		if s.Description != "" {
-			t.Description = sdk.String(s.Description)
-		}
-		out[i] = sdk.ToolUnionParam{OfTool: &t}
 	}
-	return out, nil
+	return nil
 }

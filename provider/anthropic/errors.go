@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/lite-agent/lite-agent/provider"
 )
 
@@ -43,7 +41,7 @@ func statusOfType(t string) int {
 // and what to do, wrapping provider's sentinels, and marking transient
 // failures for the retry policy. The API key never appears in it.
 func (p *Provider) explain(err error, model string) error {
-	var aerr *sdk.Error
+	var aerr *apiError
 	if !errors.As(err, &aerr) {
 		e := &provider.RedactedError{Err: err, Secret: p.apiKey}
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
@@ -51,16 +49,15 @@ func (p *Provider) explain(err error, model string) error {
 		}
 		return fmt.Errorf("anthropic: %w", e)
 	}
-	typ := string(aerr.Type())
-	status := aerr.StatusCode
+	typ := aerr.typ
+	status := aerr.status
+	var header http.Header
 	if status < 400 {
 		status = statusOfType(typ) // an error event in a 200 stream
+	} else {
+		header = aerr.header
 	}
-	var header http.Header
-	if aerr.Response != nil && aerr.StatusCode >= 400 {
-		header = aerr.Response.Header
-	}
-	msg := provider.Redact(aerr.Message, p.apiKey)
+	msg := provider.Redact(aerr.message, p.apiKey)
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
@@ -69,8 +66,8 @@ func (p *Provider) explain(err error, model string) error {
 		detail += " " + typ
 	}
 	detail += ": " + msg
-	if aerr.RequestID != "" {
-		detail += ", request " + aerr.RequestID
+	if aerr.requestID != "" {
+		detail += ", request " + aerr.requestID
 	}
 
 	switch {
