@@ -126,7 +126,8 @@ func (p *Provider) send(ctx context.Context, c call, stream bool) (*http.Respons
 }
 
 // events reads a server-sent event stream, calling fn with each event's
-// data until "[DONE]" or the end of the body. An event whose data has an
+// data until "[DONE]" or the end of the body; events with empty data are
+// skipped. An event whose data has an
 // "error" field ends it with a *streamError.
 func events(r io.Reader, fn func(data []byte) error) error {
 	sc := bufio.NewScanner(r)
@@ -139,6 +140,9 @@ func events(r io.Reader, fn func(data []byte) error) error {
 		}
 		d := data
 		data, has = data[:0:0], false
+		if len(d) == 0 {
+			return false, nil // an empty event, as keep-alives are
+		}
 		if bytes.HasPrefix(d, []byte("[DONE]")) {
 			return true, nil
 		}
