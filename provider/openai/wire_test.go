@@ -3,8 +3,13 @@ package openai
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/lite-agent/lite-agent/provider"
+	"github.com/lite-agent/lite-agent/session"
 )
 
 // TestEvents: the server-sent event reader takes data with or without the
@@ -42,5 +47,43 @@ func TestEvents(t *testing.T) {
 				t.Fatalf("events %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHeaders: requests carry the headers the SDK sent (captured from
+// openai-go v3.98.0 before the wire code was written by hand): a bearer
+// token only when there is a key, JSON content and accept, to the base
+// URL's /chat/completions whether or not it ends in a slash.
+func TestHeaders(t *testing.T) {
+	for _, key := range []string{"k", ""} {
+		for _, noStream := range []bool{false, true} {
+			var got http.Header
+			var path string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got, path = r.Header.Clone(), r.URL.Path
+				if noStream {
+					fmt.Fprint(w, `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]}`)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			}))
+			p, err := New(&Options{APIKey: key, BaseURL: srv.URL + "/v1/", NoStream: noStream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Stream(t.Context(), provider.Request{Model: "m", Messages: []provider.Message{{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: "hi"}}}}}, nil)
+			srv.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAuth := ""
+			if key != "" {
+				wantAuth = "Bearer " + key
+			}
+			if path != "/v1/chat/completions" || got.Get("Authorization") != wantAuth || got.Get("Content-Type") != "application/json" || got.Get("Accept") != "application/json" {
+				t.Errorf("key %q, no stream %v: path %s, headers %v", key, noStream, path, got)
+			}
+		}
 	}
 }
