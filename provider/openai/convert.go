@@ -1,47 +1,117 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
 )
 
+// The request is written by hand rather than with the official SDK: its
+// package initialisers cost about 1.1 ms of every process start
+// (GODEBUG=inittrace=1: openai-go/v3 0.60 ms, responses 0.32, live 0.14,
+// realtime 0.06) even for users of another provider, and it linked about
+// 7 MB of code into lite-agent. The SDK stays in the tests as the oracle
+// this encoding is checked against (oracle_test.go, TestBodyIsTheSDKs).
+
+// chatRequest is a Chat Completions request without its messages, which
+// are kept as JSON (provider.Encoded) and go first (see body).
+type chatRequest struct {
+	Model               string         `json:"model"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Tools               []chatTool     `json:"tools,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+}
+
+// streamOptions asks for a final usage chunk.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatTool is a function tool.
+type chatTool struct {
+	Function chatFunction `json:"function"`
+	Type     string       `json:"type"`
+}
+
+// chatFunction is a function tool's definition.
+type chatFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// chatMessage is one message of a request. Content is a string or a
+// []contentPart; nil leaves it out.
+type chatMessage struct {
+	Content          any            `json:"content,omitempty"`
+	Role             string         `json:"role"`
+	ToolCalls        []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+}
+
+// chatToolCall is a tool call an assistant message made.
+type chatToolCall struct {
+	ID       string           `json:"id"`
+	Function chatCallFunction `json:"function"`
+	Type     string           `json:"type"`
+}
+
+// chatCallFunction is the function a tool call calls.
+type chatCallFunction struct {
+	Arguments string `json:"arguments"`
+	Name      string `json:"name"`
+}
+
+// contentPart is a part of a user message: text or an image.
+type contentPart struct {
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+	Type     string    `json:"type"`
+}
+
+// imageURL is an image part's address (here a data URL).
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+// call is a request ready to send: its messages as JSON and the rest.
+type call struct {
+	messages []json.RawMessage
+	req      chatRequest
+}
+
 // params builds the API request for req.
-func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, error) {
+func (p *Provider) params(req provider.Request) (call, error) {
 	if req.Model == "" {
-		return sdk.ChatCompletionNewParams{}, errors.New("openai: no model is set; name one, such as gpt-4.1 (or a local model, such as qwen3 for Ollama)")
+		return call{}, errors.New("openai: no model is set; name one, such as gpt-4.1 (or a local model, such as qwen3 for Ollama)")
 	}
 	if req.MaxTokens < 0 {
-		return sdk.ChatCompletionNewParams{}, fmt.Errorf("openai: MaxTokens %d is negative; use 0 for the default", req.MaxTokens)
+		return call{}, fmt.Errorf("openai: MaxTokens %d is negative; use 0 for the default", req.MaxTokens)
 	}
 	msgs, err := p.messages(req.System, req.Messages)
 	if err != nil {
-		return sdk.ChatCompletionNewParams{}, err
+		return call{}, err
 	}
 	tools, err := toolParams(req.Tools)
 	if err != nil {
-		return sdk.ChatCompletionNewParams{}, err
+		return call{}, err
 	}
-	params := sdk.ChatCompletionNewParams{
-		Model:         shared.ChatModel(req.Model),
-		Messages:      msgs,
-		Tools:         tools,
-		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
-	}
-	if req.ReasoningEffort != "" {
-		params.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
-	}
+	c := call{messages: msgs, req: chatRequest{
+		Model:           req.Model,
+		Tools:           tools,
+		ReasoningEffort: req.ReasoningEffort,
+		StreamOptions:   &streamOptions{IncludeUsage: true},
+	}}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
@@ -50,26 +120,53 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, er
 		// OpenAI's newer models take only max_completion_tokens; the
 		// servers that copy the API know max_tokens.
 		if p.official {
-			params.MaxCompletionTokens = sdk.Int(int64(maxTokens))
+			c.req.MaxCompletionTokens = maxTokens
 		} else {
-			params.MaxTokens = sdk.Int(int64(maxTokens))
+			c.req.MaxTokens = maxTokens
 		}
 	}
-	return params, nil
+	return c, nil
+}
+
+// body is the request's JSON: its messages' kept JSON first, then the rest.
+func (c call) body() ([]byte, error) {
+	rest, err := json.Marshal(c.req)
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode the request: %w", err)
+	}
+	n := len(rest) + 16
+	for _, m := range c.messages {
+		n += len(m) + 1
+	}
+	var b bytes.Buffer
+	b.Grow(n)
+	b.WriteString(`{"messages":[`)
+	for i, m := range c.messages {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(m)
+	}
+	b.WriteString("],")
+	b.Write(rest[1:]) // rest is never empty: it has a model
+	return b.Bytes(), nil
 }
 
 // messages maps the system prompt and the transcript to chat messages
 // (reasoning: see reasoning.go), each transcript message encoded once and
 // kept (provider.Encoded): one sent before is sent as the JSON it was
-// encoded to then. A
-// user message's tool results become "tool" messages, sent first (they
-// must follow the assistant message that made the calls), then its text
-// as a user message. Text blocks of one message are joined by blank
-// lines; empty ones are dropped.
-func (p *Provider) messages(system string, in []provider.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
-	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(in)+1)
+// encoded to then. A user message's tool results become "tool" messages,
+// sent first (they must follow the assistant message that made the
+// calls), then its text as a user message. Text blocks of one message are
+// joined by blank lines; empty ones are dropped.
+func (p *Provider) messages(system string, in []provider.Message) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(in)+1)
 	if system != "" {
-		out = append(out, sdk.SystemMessage(system))
+		raw, err := json.Marshal(chatMessage{Role: "system", Content: system})
+		if err != nil {
+			return nil, fmt.Errorf("openai: the system prompt: %w", err)
+		}
+		out = append(out, raw)
 	}
 	prompt := lastPrompt(in)
 	gen := p.encoded.Begin()
@@ -87,15 +184,13 @@ func (p *Provider) messages(system string, in []provider.Message) ([]sdk.ChatCom
 			}
 			raws = make([]json.RawMessage, len(msgs))
 			for j, mp := range msgs {
-				if raws[j], err = mp.MarshalJSON(); err != nil { // the SDK's encoding, already compact
+				if raws[j], err = json.Marshal(mp); err != nil {
 					return nil, fmt.Errorf("openai: message %d: %w", i+1, err)
 				}
 			}
 			p.encoded.Put(gen, m, variant, raws)
 		}
-		for _, raw := range raws {
-			out = append(out, param.Override[sdk.ChatCompletionMessageParamUnion](raw))
-		}
+		out = append(out, raws...)
 	}
 	p.encoded.Trim()
 	return out, nil
@@ -104,12 +199,12 @@ func (p *Provider) messages(system string, in []provider.Message) ([]sdk.ChatCom
 // message maps the transcript's message i to chat messages (none for an
 // assistant message with neither text nor calls); reasoning sends its
 // reasoning back as a field.
-func message(i int, m provider.Message, reasoning bool) ([]sdk.ChatCompletionMessageParamUnion, error) {
-	var out []sdk.ChatCompletionMessageParamUnion
+func message(i int, m provider.Message, reasoning bool) ([]chatMessage, error) {
+	var out []chatMessage
 	var texts []string
-	var calls []sdk.ChatCompletionMessageToolCallUnionParam
-	var results []sdk.ChatCompletionMessageParamUnion
-	var images []sdk.ChatCompletionContentPartUnionParam
+	var calls []chatToolCall
+	var results []chatMessage
+	var images []contentPart
 	for j, b := range m.Blocks {
 		switch b.Type {
 		case session.BlockText:
@@ -127,10 +222,7 @@ func message(i int, m provider.Message, reasoning bool) ([]sdk.ChatCompletionMes
 				}
 				args = string(b.Input)
 			}
-			calls = append(calls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-				ID:       b.ID,
-				Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: args},
-			}})
+			calls = append(calls, chatToolCall{ID: b.ID, Type: "function", Function: chatCallFunction{Name: b.Name, Arguments: args}})
 		case session.BlockToolResult:
 			if m.Role != session.RoleUser {
 				return nil, fmt.Errorf("openai: message %d (%s), block %d: a tool_result block belongs in a user message", i+1, m.Role, j+1)
@@ -140,7 +232,7 @@ func message(i int, m provider.Message, reasoning bool) ([]sdk.ChatCompletionMes
 				// Chat Completions has no error flag for tool results.
 				content = "Error: " + content
 			}
-			results = append(results, sdk.ToolMessage(content, b.ToolUseID))
+			results = append(results, chatMessage{Role: "tool", Content: content, ToolCallID: b.ToolUseID})
 			images = append(images, imageParts(b)...)
 		case session.BlockThinking, session.BlockRedactedThinking:
 			// Reasoning goes back below, as a field of the message.
@@ -154,23 +246,23 @@ func message(i int, m provider.Message, reasoning bool) ([]sdk.ChatCompletionMes
 		out = append(out, results...)
 		if len(images) > 0 {
 			// Tool messages take text only: the images follow them.
-			out = append(out, sdk.UserMessage(images))
+			out = append(out, chatMessage{Role: "user", Content: images})
 		}
 		if text != "" {
-			out = append(out, sdk.UserMessage(text))
+			out = append(out, chatMessage{Role: "user", Content: text})
 		}
 	case session.RoleAssistant:
 		if text == "" && len(calls) == 0 {
 			return nil, nil
 		}
-		a := sdk.ChatCompletionAssistantMessageParam{ToolCalls: calls}
+		a := chatMessage{Role: "assistant", ToolCalls: calls}
 		if text != "" {
-			a.Content.OfString = sdk.String(text)
+			a.Content = text
 		}
 		if reasoning {
-			a.SetExtraFields(map[string]any{"reasoning_content": reasoningText(m)})
+			a.ReasoningContent = reasoningText(m)
 		}
-		out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		out = append(out, a)
 	default:
 		return nil, fmt.Errorf("openai: message %d: role %q is neither %q nor %q", i+1, m.Role, session.RoleUser, session.RoleAssistant)
 	}
@@ -178,83 +270,38 @@ func message(i int, m provider.Message, reasoning bool) ([]sdk.ChatCompletionMes
 }
 
 // toolParams maps tool specs to function tools.
-func toolParams(specs []provider.ToolSpec) ([]sdk.ChatCompletionToolUnionParam, error) {
+func toolParams(specs []provider.ToolSpec) ([]chatTool, error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	out := make([]sdk.ChatCompletionToolUnionParam, len(specs))
+	out := make([]chatTool, len(specs))
 	for i, s := range specs {
 		if s.Name == "" {
 			return nil, fmt.Errorf("openai: tool %d has no name", i+1)
 		}
-		schema := map[string]any{"type": "object", "properties": map[string]any{}}
+		schema := json.RawMessage(`{"type":"object","properties":{}}`)
 		if len(s.InputSchema) > 0 {
-			schema = nil
-			if err := json.Unmarshal(s.InputSchema, &schema); err != nil || schema == nil {
+			t := bytes.TrimSpace(s.InputSchema)
+			if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 				return nil, fmt.Errorf("openai: tool %q: the input schema is not a JSON object", s.Name)
 			}
+			schema = json.RawMessage(t)
 		}
-		fn := shared.FunctionDefinitionParam{Name: s.Name, Parameters: shared.FunctionParameters(schema)}
-		if s.Description != "" {
-			fn.Description = sdk.String(s.Description)
-		}
-		out[i] = sdk.ChatCompletionFunctionTool(fn)
+		out[i] = chatTool{Type: "function", Function: chatFunction{Name: s.Name, Description: s.Description, Parameters: schema}}
 	}
 	return out, nil
 }
 
 // imageParts is the images of a tool result as a user message's parts
 // (data URLs), after a line naming the call they came from.
-func imageParts(b session.Block) []sdk.ChatCompletionContentPartUnionParam {
+func imageParts(b session.Block) []contentPart {
 	if len(b.Images) == 0 {
 		return nil
 	}
-	parts := []sdk.ChatCompletionContentPartUnionParam{sdk.TextContentPart(fmt.Sprintf("The images the tool call %s returned:", b.ToolUseID))}
+	parts := []contentPart{{Type: "text", Text: fmt.Sprintf("The images the tool call %s returned:", b.ToolUseID)}}
 	for _, im := range b.Images {
 		url := "data:" + im.MediaType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
-		parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: url}))
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: url}})
 	}
 	return parts
-}
-
-// body is the request body of params, whose messages are kept JSON
-// (provider.Encoded): the SDK encodes the rest, and the messages' JSON goes
-// in as it is. ok is false if the SDK's encoding is not of the shape this
-// relies on ({"messages":[...],...}); the params are then sent as they are.
-func body(params sdk.ChatCompletionNewParams) (b []byte, ok bool, err error) {
-	raws := make([]json.RawMessage, len(params.Messages))
-	for i, m := range params.Messages {
-		raw, ok := m.Overrides()
-		if raws[i], _ = raw.(json.RawMessage); !ok || raws[i] == nil {
-			if m.OfSystem == nil {
-				return nil, false, nil
-			}
-			if raws[i], err = m.MarshalJSON(); err != nil { // the system prompt, encoded each time
-				return nil, false, err
-			}
-		}
-	}
-	params.Messages = []sdk.ChatCompletionMessageParamUnion{param.Override[sdk.ChatCompletionMessageParamUnion](json.RawMessage("0"))}
-	top, err := params.MarshalJSON()
-	if err != nil {
-		return nil, false, err
-	}
-	b, ok = provider.SpliceMessages(top, `"messages":[0]`, messagesFirst, raws)
-	return b, ok, nil
-}
-
-// messagesFirst is what the SDK's encoding of a request has before its
-// messages.
-var messagesFirst = regexp.MustCompile(`^\{$`)
-
-// request is what to send for params: the body assembled from the kept
-// JSON of its messages, given to the SDK as the request body beside the
-// params it reads for itself (the model), or params as they are when that
-// cannot be done.
-func request(params sdk.ChatCompletionNewParams) (sdk.ChatCompletionNewParams, []option.RequestOption) {
-	b, ok, err := body(params)
-	if err != nil || !ok {
-		return params, nil
-	}
-	return sdk.ChatCompletionNewParams{Model: params.Model}, []option.RequestOption{option.WithRequestBody("application/json", b)}
 }

@@ -11,9 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/lite-agent/lite-agent/provider"
 )
 
@@ -27,21 +24,15 @@ func (p *Provider) explain(err error, failed *failure, model string) error {
 		header         http.Header
 		typ, code, msg string
 	)
-	var serr *ssestream.StreamError
-	var oerr *sdk.Error
+	var serr *streamError
 	switch {
 	case failed != nil:
 		status, header = failed.status, failed.header
 		typ, code, msg = parseErrorBody(failed.body)
 	case errors.As(err, &serr):
 		// An error chunk inside a 200 stream.
-		typ, code, msg = parseErrorBody(serr.Event.Data)
+		typ, code, msg = parseErrorBody(serr.data)
 		status = statusOf(typ, code)
-	case errors.As(err, &oerr):
-		status, typ, code, msg = oerr.StatusCode, oerr.Type, oerr.Code, oerr.Message
-		if oerr.Response != nil {
-			header = oerr.Response.Header
-		}
 	default:
 		e := &provider.RedactedError{Err: err, Secret: p.apiKey}
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {

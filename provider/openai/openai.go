@@ -1,6 +1,12 @@
 // Package openai is a provider.Provider for OpenAI's Chat Completions API
-// and the servers that copy it (Ollama, vLLM, llama.cpp), built on the
-// official Go SDK (github.com/openai/openai-go).
+// and the servers that copy it (Ollama, vLLM, llama.cpp).
+//
+// The wire code (request body, server-sent events, error bodies) is
+// written by hand with encoding/json instead of using the official Go SDK
+// (github.com/openai/openai-go): the SDK's package initialisers cost about
+// 1.1 ms of every lite-agent process start, even for users of another
+// provider, and it linked about 7 MB of code. The SDK is kept in the tests
+// as the oracle the hand-written request is checked against.
 //
 // Responses are always streamed, asking for a final usage chunk
 // (stream_options.include_usage); servers that send none leave the usage
@@ -12,8 +18,7 @@
 // "stop" → provider.StopEndTurn, "length" → provider.StopMaxTokens.
 // Reasoning that servers send beside the content is kept as thinking (see
 // reasoning.go).
-// Transient failures are retried by provider.RetryPolicy; the SDK's own
-// retries are off. Credentials are never part of an error message.
+// Transient failures are retried by provider.RetryPolicy. Credentials are never part of an error message.
 package openai
 
 import (
@@ -28,9 +33,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
@@ -48,7 +50,7 @@ type Options struct {
 	// empty means $OPENAI_BASE_URL, else https://api.openai.com/v1. For
 	// Ollama: http://127.0.0.1:11434/v1.
 	BaseURL string
-	// HTTPClient sends the requests; nil means the SDK's default client.
+	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// MaxTokens is the output budget of requests that set none; 0 leaves
 	// it to the server.
@@ -71,7 +73,8 @@ type Options struct {
 
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
-	client    sdk.Client
+	http      *http.Client
+	endpoint  string // the chat completions URL
 	apiKey    string
 	official  bool // requests go to api.openai.com, which needs a key
 	maxTokens int
@@ -107,16 +110,13 @@ func New(opts *Options) (*Provider, error) {
 	if o.MaxTokens < 0 {
 		return nil, fmt.Errorf("openai: MaxTokens %d is negative; use 0 to leave it to the server", o.MaxTokens)
 	}
-	ropts := []option.RequestOption{
-		option.WithBaseURL(o.BaseURL),
-		option.WithMaxRetries(0), // provider.RetryPolicy is the one policy
-		option.WithAPIKey(o.APIKey),
-	}
-	if o.HTTPClient != nil {
-		ropts = append(ropts, option.WithHTTPClient(o.HTTPClient))
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
 	}
 	return &Provider{
-		client:    sdk.NewClient(ropts...),
+		http:      hc,
+		endpoint:  strings.TrimSuffix(o.BaseURL, "/") + "/chat/completions",
 		apiKey:    o.APIKey,
 		official:  strings.EqualFold(u.Host, "api.openai.com"),
 		maxTokens: o.MaxTokens,
@@ -134,21 +134,13 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 	if p.official && p.apiKey == "" {
 		return provider.Response{}, fmt.Errorf("openai: no API key is set (%w): set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)", provider.ErrAuth)
 	}
-	params, err := p.params(req)
+	c, err := p.params(req)
 	if err != nil {
 		return provider.Response{}, err
 	}
 	return p.retry.Stream(ctx, onDelta, func(ctx context.Context, emit func(provider.Delta)) (provider.Response, error) {
-		return p.attempt(ctx, params, req.Model, emit)
+		return p.attempt(ctx, c, req.Model, emit)
 	})
-}
-
-// failure is an error response as it came over the wire, kept because
-// the SDK cannot decode every server's error body.
-type failure struct {
-	status int
-	header http.Header
-	body   []byte
 }
 
 // toolCall is a tool call being assembled.
@@ -159,15 +151,21 @@ type toolCall struct {
 }
 
 // attempt sends one request and reads its stream to the end.
-func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewParams, model string, emit func(provider.Delta)) (provider.Response, error) {
+func (p *Provider) attempt(ctx context.Context, c call, model string, emit func(provider.Delta)) (provider.Response, error) {
 	if p.noStream {
-		return p.whole(ctx, params, model, emit)
+		return p.whole(ctx, c, model, emit)
 	}
-	var failed *failure
-	capture := option.WithMiddleware(captureFailure(&failed))
-	params, opts := request(params)
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params, append(opts, capture)...)
-	defer stream.Close()
+	res, failed, err := p.send(ctx, c, true)
+	if err == nil && failed != nil {
+		return provider.Response{}, p.explain(nil, failed, model)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return provider.Response{}, ctx.Err()
+		}
+		return provider.Response{}, p.explain(err, nil, model)
+	}
+	defer res.Body.Close()
 
 	var (
 		resp     provider.Response
@@ -181,22 +179,25 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 		finish   string
 		finished bool
 	)
-	for stream.Next() {
-		chunk := stream.Current()
+	err = events(res.Body, func(data []byte) error {
+		var chunk chunk
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return fmt.Errorf("openai: decode a stream chunk: %w", err)
+		}
 		if chunk.Model != "" {
 			resp.Model = chunk.Model
 		}
-		if chunk.JSON.Usage.Valid() {
+		if u := chunk.Usage; u != nil {
 			resp.Usage = session.Usage{
-				InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens,
-				CacheReadTokens: chunk.Usage.PromptTokensDetails.CachedTokens,
+				InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+				CacheReadTokens: u.PromptTokensDetails.CachedTokens,
 			}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
 				continue // only one choice is asked for
 			}
-			if r := reasoningOf(ch.Delta.JSON.ExtraFields); r != "" {
+			if r := reasoningOf(ch.Delta.reasoningFields); r != "" {
 				if thinkAt < 0 {
 					thinkAt = len(blocks)
 					blocks = append(blocks, session.Block{Type: session.BlockThinking})
@@ -236,12 +237,13 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 				finish, finished = ch.FinishReason, true
 			}
 		}
-	}
-	if err := stream.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		if ctx.Err() != nil {
 			return provider.Response{}, ctx.Err()
 		}
-		return provider.Response{}, p.explain(err, failed, model)
+		return provider.Response{}, p.explain(err, nil, model)
 	}
 	if ctx.Err() != nil {
 		return provider.Response{}, ctx.Err()
@@ -268,7 +270,7 @@ func (p *Provider) attempt(ctx context.Context, params sdk.ChatCompletionNewPara
 	resp.Blocks = blocks
 	resp.StopReason = stopReason(finish, len(order) > 0)
 	if emptyAnswer(resp) {
-		return p.whole(ctx, params, model, emit)
+		return p.whole(ctx, c, model, emit)
 	}
 	return resp, nil
 }

@@ -3,15 +3,13 @@ package openai
 import (
 	"encoding/json"
 
-	"github.com/openai/openai-go/v3/packages/respjson"
-
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
 )
 
 // Reasoning. Chat Completions has no reasoning field of its own; the
 // servers that reason put it beside the content, in a message (or a
-// stream's delta) field the SDK keeps among its extra fields:
+// stream's delta) field (reasoningFields):
 // "reasoning_content" (DeepSeek, vLLM, llama.cpp) or "reasoning" (Ollama,
 // OpenRouter, newer vLLM). It is kept as a thinking block without a
 // signature. Servers that check it (DeepSeek's thinking mode) require the
@@ -19,21 +17,16 @@ import (
 // prompt) back as "reasoning_content", and ignore or refuse older
 // reasoning, so only that is sent.
 
-// reasoningFields are the fields that carry reasoning, in the order read.
-var reasoningFields = []string{"reasoning_content", "reasoning"}
-
-// reasoningOf returns the reasoning text among a message's or delta's
-// extra fields, "" when there is none.
-func reasoningOf(extra map[string]respjson.Field) string {
-	for _, name := range reasoningFields {
-		// Extra fields are never Valid (the SDK has no type for them):
-		// their raw JSON is what there is.
-		f, ok := extra[name]
-		if !ok {
+// reasoningOf returns the reasoning text of a message's or delta's
+// reasoning fields, read in the order "reasoning_content", "reasoning"; ""
+// when there is none (or it is not a string).
+func reasoningOf(f reasoningFields) string {
+	for _, raw := range []json.RawMessage{f.ReasoningContent, f.Reasoning} {
+		if len(raw) == 0 {
 			continue
 		}
 		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+		if json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
 	}

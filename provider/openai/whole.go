@@ -1,13 +1,9 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+	"encoding/json"
+	"fmt"
 
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/session"
@@ -27,24 +23,32 @@ func emptyAnswer(r provider.Response) bool {
 
 // whole sends one request without streaming and turns the completion into
 // a response, emitting its text and tool inputs as one delta each.
-func (p *Provider) whole(ctx context.Context, params sdk.ChatCompletionNewParams, model string, emit func(provider.Delta)) (provider.Response, error) {
-	var failed *failure
-	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{}
-	params, opts := request(params)
-	c, err := p.client.Chat.Completions.New(ctx, params, append(opts, option.WithMiddleware(captureFailure(&failed)))...)
+func (p *Provider) whole(ctx context.Context, c call, model string, emit func(provider.Delta)) (provider.Response, error) {
+	res, failed, err := p.send(ctx, c, false)
+	if err == nil && failed != nil {
+		return provider.Response{}, p.explain(nil, failed, model)
+	}
+	var cp completion
+	if err == nil {
+		err = json.NewDecoder(res.Body).Decode(&cp)
+		_ = res.Body.Close()
+		if err != nil {
+			err = fmt.Errorf("openai: decode the completion: %w", err)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return provider.Response{}, ctx.Err()
 		}
-		return provider.Response{}, p.explain(err, failed, model)
+		return provider.Response{}, p.explain(err, nil, model)
 	}
-	resp := provider.Response{Model: c.Model, Usage: session.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}}
-	if len(c.Choices) == 0 {
+	resp := provider.Response{Model: cp.Model, Usage: session.Usage{InputTokens: cp.Usage.PromptTokens, OutputTokens: cp.Usage.CompletionTokens}}
+	if len(cp.Choices) == 0 {
 		resp.StopReason = stopReason("stop", false)
 		return resp, nil
 	}
-	ch := c.Choices[0]
-	if r := reasoningOf(ch.Message.JSON.ExtraFields); r != "" {
+	ch := cp.Choices[0]
+	if r := reasoningOf(ch.Message.reasoningFields); r != "" {
 		resp.Blocks = append(resp.Blocks, session.Block{Type: session.BlockThinking, Text: r})
 		emit(provider.Delta{Index: 0, Kind: provider.DeltaThinking, Text: r})
 	}
@@ -65,19 +69,4 @@ func (p *Provider) whole(ctx context.Context, params sdk.ChatCompletionNewParams
 	}
 	resp.StopReason = stopReason(ch.FinishReason, len(ch.Message.ToolCalls) > 0)
 	return resp, nil
-}
-
-// captureFailure keeps an error response's status, headers and body in
-// *failed, for explain: the SDK cannot decode every server's error body.
-func captureFailure(failed **failure) option.Middleware {
-	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(req)
-		if err == nil && res != nil && res.StatusCode >= 400 {
-			body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-			_ = res.Body.Close()
-			res.Body = io.NopCloser(bytes.NewReader(body))
-			*failed = &failure{status: res.StatusCode, header: res.Header, body: body}
-		}
-		return res, err
-	}
 }
