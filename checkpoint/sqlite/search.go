@@ -49,6 +49,7 @@ const (
 	stmtWords        = `SELECT word FROM search_words WHERE word >= ?1 AND word < ?2 ORDER BY word LIMIT ?3`
 	stmtVocabWords   = `SELECT term FROM search_vocab WHERE term >= ?1 AND term < ?2 ORDER BY term LIMIT ?3`
 	stmtIndexVersion = `SELECT (SELECT max(version) FROM search_meta), EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'search')`
+	stmtMetaVersion  = `SELECT max(version) FROM search_meta`
 	stmtIndexInsert  = `INSERT OR REPLACE INTO search (rowid, words) VALUES (?, ?)`
 	stmtIndexDrop    = `DELETE FROM search WHERE rowid > ? AND rowid <= ?`
 	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta; DELETE FROM search_words`
@@ -222,13 +223,20 @@ func (s *Store) indexState(ctx context.Context, c *conn) (version int64, exists 
 
 // ensureIndex creates the index if it is missing and builds it from the
 // logs if it is missing or stale. It runs when a writable store opens.
-func (s *Store) ensureIndex(ctx context.Context, c *conn) error {
-	v, exists, err := s.indexState(ctx, c)
-	if err != nil {
-		return err
-	}
-	if exists && v == checkpoint.SearchVersion {
-		return s.ensureWords(ctx, c)
+// st is what the opening connection found: when the index's tables are
+// all there, reading its version is the only statement this runs.
+func (s *Store) ensureIndex(ctx context.Context, c *conn, st dbState) error {
+	if st.search && st.meta {
+		dest := make([]driver.Value, 1)
+		if _, err := c.row(ctx, dest, stmtMetaVersion); err != nil {
+			return err
+		}
+		if v, _ := dest[0].(int64); v == checkpoint.SearchVersion {
+			if st.vocab && st.words {
+				return nil
+			}
+			return s.ensureWords(ctx, c)
+		}
 	}
 	return s.inTx(ctx, c, func() error {
 		// Again under the write lock: another process may have built it.
