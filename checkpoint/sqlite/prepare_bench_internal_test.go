@@ -35,7 +35,6 @@ func BenchmarkPrepare(b *testing.B) {
 		{"names", "SELECT type, name FROM sqlite_schema"},
 		{"vocab", stmtVocab},
 		{"wordsExist", stmtWordsExist},
-		{"replace", `INSERT OR REPLACE INTO sessions (id, n, namespace, kind, head, messages, status, created, updated, title, summary, entry) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{"wordsJSON", "INSERT OR IGNORE INTO search_words (word) SELECT value FROM json_each(?)"},
 		{"indexVersion", stmtIndexVersion},
 		{"metaVersion", stmtMetaVersion},
