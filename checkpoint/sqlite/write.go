@@ -66,13 +66,11 @@ const (
 	stmtSummary = `SELECT n, CAST(entry AS TEXT) FROM sessions WHERE id = ?`
 	stmtNumber  = `SELECT coalesce(max(n), 0) + 1 FROM sessions`
 	stmtInsert  = `INSERT INTO events (key, type, time, data, crc) VALUES (?, ?, ?, ?, ?)`
-	// stmtSave writes a session's row whole. REPLACE rather than an upsert
-	// (ON CONFLICT DO UPDATE): the same row in the end, as the id and the
-	// number are the session's for its life and no trigger or foreign key
-	// watches the table, at less than half the parsing a one-shot process
-	// pays once (BenchmarkPrepare).
-	stmtSave = `INSERT OR REPLACE INTO sessions (id, n, namespace, kind, head, messages, status, created, updated, title, summary, entry)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	stmtSave    = `INSERT INTO sessions (id, n, namespace, kind, head, messages, status, created, updated, title, summary, entry)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, head = excluded.head,
+			messages = excluded.messages, status = excluded.status, created = excluded.created, updated = excluded.updated,
+			title = excluded.title, summary = excluded.summary, entry = excluded.entry`
 	// The events with keys in (?, ?]: a tail, a head, or a whole log.
 	stmtDropRange   = `DELETE FROM events WHERE key > ? AND key <= ?`
 	stmtRange       = `SELECT key & 4294967295, type, time, data FROM events WHERE key > ? AND key <= ? ORDER BY key`
