@@ -2,12 +2,14 @@ package sqlite_test
 
 import (
 	"github.com/lite-agent/lite-agent/checkpoint/checkpointtest"
+	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,3 +142,78 @@ func BenchmarkGroupCommit(b *testing.B) {
 // BenchmarkSearch10kx100: search and doctor on 10,000 sessions × 100
 // events (the fill takes minutes).
 func BenchmarkSearch10kx100(b *testing.B) { checkpointtest.BenchSearch(b, backend(), 10_000, 100) }
+
+// BenchmarkOpenExisting is a one-shot process's use of the store: open a
+// database that holds sessions already, append one event to one of them
+// and close it.
+func BenchmarkOpenExisting(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "sessions.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	for i := range 20 {
+		id := "s" + strconv.Itoa(i)
+		if _, err := s.Append(ctx, id, 0, []session.Event{startedIn(id, "bench"), promptEvent("hello there " + id)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	e := []session.Event{promptEvent("one more prompt to append")}
+	head := int64(2)
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		s, err := sqlite.Open(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if head, err = s.Append(ctx, "s7", head, e); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the CPU time (user and system) the process used so far: the
+// measure a one-shot process pays for, which the wall time of its fsyncs
+// hides on a shared disk.
+func cpuTime(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkAppendWords appends one prompt of 100 words never indexed
+// before per Append, the index's worst case: every word is new to
+// search_words. It reports the CPU time per Append beside the wall time,
+// which the fsync of each commit dominates.
+func BenchmarkAppendWords(b *testing.B) {
+	s := mustOpen(b, filepath.Join(b.TempDir(), "sessions.db"), nil)
+	ctx := b.Context()
+	head, err := s.Append(ctx, "bench", 0, []session.Event{startedIn("bench", "bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	words := make([]string, 100)
+	cpu0 := cpuTime(b)
+	i := 0
+	for b.Loop() {
+		for j := range words {
+			words[j] = "w" + strconv.Itoa(i) + "x" + strconv.Itoa(j)
+		}
+		i++
+		if head, err = s.Append(ctx, "bench", head, []session.Event{promptEvent(strings.Join(words, " "))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}

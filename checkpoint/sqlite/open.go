@@ -349,11 +349,11 @@ func (s *Store) setUpConn(ctx context.Context, c *conn) error {
 	}
 	// Refuse a file that is not ours before anything writes to it: even
 	// switching to WAL rewrites the header.
-	app, ver, tables, err := s.version(ctx, c)
+	st, err := s.state(ctx, c)
 	if err != nil {
 		return err
 	}
-	if err := s.checkVersion(app, ver, tables); err != nil {
+	if err := s.checkVersion(st.app, st.ver, st.tables); err != nil {
 		return err
 	}
 	if !s.memory {
@@ -377,10 +377,15 @@ func (s *Store) setUpConn(ctx context.Context, c *conn) error {
 			return fmt.Errorf("%s cannot use write-ahead logging (journal mode %q); put the database on a local file system", s.path, mode)
 		}
 	}
-	if err := s.migrate(ctx, c); err != nil {
-		return err
+	if st.ver != schemaVersion {
+		if err := s.migrate(ctx, c, st.ver); err != nil {
+			return err
+		}
+		if st, err = s.state(ctx, c); err != nil {
+			return err
+		}
 	}
-	return s.ensureIndex(ctx, c)
+	return s.ensureIndex(ctx, c, st)
 }
 
 // openError explains an error of the first connection to the database.
