@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -153,21 +154,23 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	// A URL that does not parse may still hold a password.
-	if m := rawPassword.FindStringSubmatch(raw); m != nil {
+	if m := rawPassword().FindStringSubmatch(raw); m != nil {
 		add(m[1])
 		if d, err := url.PathUnescape(m[1]); err == nil {
 			add(d)
 		}
 	}
-	if m := queryPassword.FindStringSubmatch(raw); m != nil {
+	if m := queryPassword().FindStringSubmatch(raw); m != nil {
 		add(m[1])
 	}
 	return out
 }
 
+// The password patterns are compiled on first use, not at every process
+// start (most processes never open PostgreSQL).
 var (
-	rawPassword   = regexp.MustCompile(`^[A-Za-z]+://[^:/@?#]*:(.*)@[^@]*$`)
-	queryPassword = regexp.MustCompile(`(?i)[?&]password=([^&#]*)`)
+	rawPassword   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z]+://[^:/@?#]*:(.*)@[^@]*$`) })
+	queryPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)[?&]password=([^&#]*)`) })
 )
 
 // scrubbedError hides secrets from an error's message and from those of the

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,8 +53,9 @@ func migrations() []migration {
 	return out
 }
 
-// schemaVersion is the schema version this build creates and reads.
-var schemaVersion = len(migrations())
+// schemaVersion is the schema version this build creates and reads, found
+// on first use rather than at every process start.
+var schemaVersion = sync.OnceValue(func() int { return len(migrations()) })
 
 // backfills are the steps, written in Go, that follow a migration's SQL in
 // its transaction, by version.
@@ -190,7 +192,7 @@ func installedVersion(ctx context.Context, conn *pgx.Conn) (int, error) {
 
 // errNewerSchema is the error for a database written by a newer build.
 func errNewerSchema(schema string, v int) error {
-	return fmt.Errorf("the lite-agent tables in schema %q are at version %d, newer than this build knows (%d): upgrade lite-agent", schema, v, schemaVersion)
+	return fmt.Errorf("the lite-agent tables in schema %q are at version %d, newer than this build knows (%d): upgrade lite-agent", schema, v, schemaVersion())
 }
 
 // migrate brings the schema up to schemaVersion. Several processes may call
@@ -205,10 +207,10 @@ func migrate(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if v == schemaVersion {
+	if v == schemaVersion() {
 		return nil
 	}
-	if v > schemaVersion {
+	if v > schemaVersion() {
 		return errNewerSchema(schema, v)
 	}
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -226,7 +228,7 @@ func migrate(ctx context.Context, conn *pgx.Conn) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
-		if v > schemaVersion {
+		if v > schemaVersion() {
 			return errNewerSchema(schema, v)
 		}
 		for _, m := range migrations()[v:] {
@@ -264,10 +266,10 @@ func checkSchema(ctx context.Context, conn *pgx.Conn) error {
 	switch {
 	case v == 0:
 		return fmt.Errorf("%w: schema %q holds no lite-agent sessions yet (no schema_version table); open it once read-write to create the tables", checkpoint.ErrNotFound, schema)
-	case v > schemaVersion:
+	case v > schemaVersion():
 		return errNewerSchema(schema, v)
-	case v < schemaVersion:
-		return fmt.Errorf("the lite-agent tables in schema %q are at version %d and this build needs %d; a read-only store does not migrate: open it once read-write to upgrade them", schema, v, schemaVersion)
+	case v < schemaVersion():
+		return fmt.Errorf("the lite-agent tables in schema %q are at version %d and this build needs %d; a read-only store does not migrate: open it once read-write to upgrade them", schema, v, schemaVersion())
 	}
 	return nil
 }
