@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	liteagent "github.com/lite-agent/lite-agent"
+	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/session"
@@ -187,6 +190,94 @@ func BenchmarkProcessSessions10k(b *testing.B) {
 	measure(b, func(int) *exec.Cmd {
 		return exec.Command(bin, "--workdir", work, "--session-db", db, "--sessions")
 	})
+}
+
+// BenchmarkProcessResumeLong: the whole lite-agent process resuming a
+// stored SQLite session for one more turn (`--resume ID PROMPT`, one
+// streamed model call answering with text), for sessions of 1, 200 and
+// 500 turns, the three alternated in every iteration so they share the
+// machine's state. Each session is as the agent leaves it: titled, with
+// its saved state (checkpoint.FoldKeeper) at its head; every iteration
+// adds a turn to each. It reports each size's median wall and CPU time
+// (user plus system, from wait4) and the CPU ratios to the 1-turn session
+// (x-1turn-200, x-1turn-500; issue 20's target: at most 1.2). This is the
+// figure a person resuming a long session pays; BenchmarkResumeLong in
+// the root package is the in-process part of it.
+func BenchmarkProcessResumeLong(b *testing.B) {
+	bin, run := buildBinary(b), buildTool(b, "../../internal/benchrun")
+	work, ns, db, store := workspaceStore(b)
+	sizes := []int{1, 200, 500}
+	ids := make([]string, len(sizes))
+	for i, n := range sizes {
+		ids[i] = storedTurns(b, store, ns, n)
+	}
+	store.Close()
+	srv := startModel(b, slices.Repeat([]fakemodel.Reply{{Text: "done"}}, len(sizes)*(b.N+1))...)
+	resume := func(id string) *exec.Cmd {
+		cmd := exec.Command(bin, "--workdir", work, "--session-db", db, "--resume", id, "one more")
+		cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL())
+		return cmd
+	}
+	for _, id := range ids { // warm-up: the page cache, the database's WAL
+		runOnce(b, run, resume(id))
+	}
+	b.ResetTimer()
+	walls, cpus := make([][]time.Duration, len(sizes)), make([][]time.Duration, len(sizes))
+	for range b.N {
+		for i, id := range ids {
+			r := runOnce(b, run, resume(id))
+			walls[i], cpus[i] = append(walls[i], r.wall), append(cpus[i], r.cpu)
+		}
+	}
+	base := median(cpus[0])
+	for i, n := range sizes {
+		c := median(cpus[i])
+		b.ReportMetric(float64(median(walls[i]).Microseconds())/1000, fmt.Sprintf("ms-wall-p50-%d", n))
+		b.ReportMetric(float64(c.Microseconds())/1000, fmt.Sprintf("ms-cpu-p50-%d", n))
+		if i > 0 {
+			b.ReportMetric(float64(c)/float64(base), fmt.Sprintf("x-1turn-%d", n))
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// storedTurns stores a titled session of n tool-using turns in store, in
+// the namespace ns, with its saved state at its head as the agent leaves
+// it, and returns its id. Every message differs from the other turns' (a
+// provider keeping encoded messages finds no repeats).
+func storedTurns(b *testing.B, store *sqlite.Store, ns string, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	id := liteagent.NewSessionID()
+	events := []session.Event{
+		session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns, Workdir: ns}),
+		session.MustNew(session.TypeSessionTitled, session.SessionTitled{Title: fmt.Sprintf("a session of %d turns", n), By: session.TitleByUser}),
+	}
+	for i := range n {
+		cid := fmt.Sprintf("c%d", i)
+		events = append(events,
+			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}),
+			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{
+				{Type: "text", Text: "Let me edit it."},
+				{Type: "tool_use", ID: cid, Name: "edit", Input: []byte(`{"path":"f.go","old_string":"a","new_string":"b"}`)},
+			}}),
+			session.MustNew(session.TypeToolStarted, session.ToolStarted{CallID: cid, Tool: "edit", Paths: []string{"f.go"}}),
+			session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: cid, Tool: "edit", Output: "edited f.go", Files: map[string]string{"f.go": "abc"}}),
+			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: fmt.Sprintf("Done: I changed a to b in f.go for prompt %d, as asked. Anything else?", i)}}}),
+			session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"}),
+		)
+	}
+	if _, err := store.Append(ctx, id, 0, events); err != nil {
+		b.Fatal(err)
+	}
+	st, info, err := checkpoint.LoadState(ctx, store, id)
+	if err == nil {
+		err = checkpoint.SaveState(ctx, store, id, st, info.Last)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id
 }
 
 // workspaceStore makes a workdir and a new SQLite store for the
