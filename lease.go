@@ -19,6 +19,15 @@ func (a *Agent) leaseTurn(ctx context.Context, id string) (func(), error) {
 	return l.Lease(ctx, id)
 }
 
+// Running returns the process running a turn in session id right now (a
+// live lease, see checkpoint.Leaser), nil if none does or the store cannot
+// tell: Info.Running without reading the session's log, for a caller
+// about to resume it that must not present a running turn's open calls as
+// recovery hazards.
+func (a *Agent) Running(ctx context.Context, id string) *checkpoint.Holder {
+	return a.liveHolder(ctx, id)
+}
+
 // liveHolder returns the process running a turn in session id now, nil if
 // none does or the store cannot tell.
 func (a *Agent) liveHolder(ctx context.Context, id string) *checkpoint.Holder {
