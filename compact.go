@@ -161,9 +161,7 @@ func estimate(req provider.Request, st *session.State) int64 {
 	for _, t := range req.Tools {
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
-	if b, err := json.Marshal(req.Messages); err == nil {
-		n += len(b)
-	}
+	n += session.MessagesJSONSize(req.Messages)
 	u := st.LastUsage()
 	return max(int64(n+3)/4, u.InputTokens+u.OutputTokens)
 }
