@@ -31,55 +31,85 @@ const EncodedCap = 64 << 20
 type Encoded struct {
 	seed  maphash.Seed
 	mu    sync.Mutex
-	byKey map[uint64][]*encodedMessage
-	size  int    // bytes of JSON kept
-	limit int    // EncodedCap, smaller in tests
-	gen   uint64 // bumped by every request
+	byKey map[uint64]*encodedMessage // a chain (next) where keys collide
+	size  int                        // bytes of JSON kept
+	limit int                        // EncodedCap, smaller in tests
+	gen   uint64                     // bumped by every request
+	// slab is where the next kept messages go: they are allocated
+	// encodedSlab at a time, as a fresh process puts a whole transcript.
+	slab []encodedMessage
 }
+
+// encodedSlab is how many kept messages are allocated at once.
+const encodedSlab = 64
 
 // encodedMessage is one message as it was encoded.
 type encodedMessage struct {
 	msg     Message // compared in full: a hash match alone is not trusted
 	variant uint8
 	json    []json.RawMessage
-	used    uint64 // the gen of the last request that sent it
+	one     [1]json.RawMessage // json's array when it is one message (most are)
+	used    uint64             // the gen of the last request that sent it
+	next    *encodedMessage    // the next one with the same key
+}
+
+// Miss is a message Get did not find, for Put to keep once it is encoded
+// (its key is not computed twice).
+type Miss struct {
+	key     uint64
+	msg     Message
+	variant uint8
 }
 
 // NewEncoded returns an empty Encoded.
 func NewEncoded() *Encoded {
-	return &Encoded{seed: maphash.MakeSeed(), byKey: map[uint64][]*encodedMessage{}, limit: EncodedCap}
+	return &Encoded{seed: maphash.MakeSeed(), byKey: map[uint64]*encodedMessage{}, limit: EncodedCap}
 }
 
-// Begin starts a request and returns its generation, for Get and Put.
-func (e *Encoded) Begin() uint64 {
+// Begin starts a request of n messages and returns its generation, for
+// Get and Put. n sizes the table of an Encoded that keeps nothing yet.
+func (e *Encoded) Begin(n int) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if len(e.byKey) == 0 && n > 8 {
+		e.byKey = make(map[uint64]*encodedMessage, n)
+	}
 	e.gen++
 	return e.gen
 }
 
 // Get returns the JSON m was encoded to in variant; ok is false if it was
-// not kept.
-func (e *Encoded) Get(gen uint64, m Message, variant uint8) (msgs []json.RawMessage, ok bool) {
+// not kept, and miss is then what Put needs to keep it.
+func (e *Encoded) Get(gen uint64, m Message, variant uint8) (msgs []json.RawMessage, miss Miss, ok bool) {
 	k := e.key(m, variant)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, em := range e.byKey[k] {
+	for em := e.byKey[k]; em != nil; em = em.next {
 		if em.variant == variant && sameMessage(em.msg, m) {
 			em.used = gen
-			return em.json, true
+			return em.json, Miss{}, true
 		}
 	}
-	return nil, false
+	return nil, Miss{key: k, msg: m, variant: variant}, false
 }
 
-// Put keeps msgs, the JSON m was encoded to in variant.
-func (e *Encoded) Put(gen uint64, m Message, variant uint8, msgs []json.RawMessage) {
-	k := e.key(m, variant)
-	em := &encodedMessage{msg: m, variant: variant, json: msgs, used: gen}
+// Put keeps msgs, the JSON the message Get missed was encoded to.
+func (e *Encoded) Put(gen uint64, miss Miss, msgs ...json.RawMessage) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.byKey[k] = append(e.byKey[k], em)
+	if len(e.slab) == 0 {
+		e.slab = make([]encodedMessage, encodedSlab)
+	}
+	em := &e.slab[0]
+	e.slab = e.slab[1:]
+	*em = encodedMessage{msg: miss.msg, variant: miss.variant, used: gen, next: e.byKey[miss.key]}
+	if len(msgs) == 1 {
+		em.one[0] = msgs[0]
+		em.json = em.one[:]
+	} else {
+		em.json = slices.Clone(msgs)
+	}
+	e.byKey[miss.key] = em
 	for _, j := range msgs {
 		e.size += len(j)
 	}
@@ -94,21 +124,29 @@ func (e *Encoded) Trim() {
 		return
 	}
 	var all []*encodedMessage
-	for _, ems := range e.byKey {
-		all = append(all, ems...)
+	for _, em := range e.byKey {
+		for ; em != nil; em = em.next {
+			all = append(all, em)
+		}
 	}
 	slices.SortFunc(all, func(a, b *encodedMessage) int { return cmp.Compare(b.used, a.used) })
-	e.byKey, e.size = map[uint64][]*encodedMessage{}, 0
-	for _, em := range all {
+	e.byKey, e.size = map[uint64]*encodedMessage{}, 0
+	for i, em := range all {
 		n := 0
 		for _, j := range em.json {
 			n += len(j)
 		}
 		if e.size+n > e.limit/2 {
+			// What is let go is cleared: a slab kept for the messages
+			// beside it must not keep their transcript and JSON.
+			for _, gone := range all[i:] {
+				*gone = encodedMessage{}
+			}
 			break
 		}
 		k := e.key(em.msg, em.variant)
-		e.byKey[k] = append(e.byKey[k], em)
+		em.next = e.byKey[k]
+		e.byKey[k] = em
 		e.size += n
 	}
 }

@@ -71,21 +71,71 @@ func TestEncodedKeepsWhatWasSentLast(t *testing.T) {
 		return Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: strings.Repeat("x", i)}}}
 	}
 	for i := range 10 {
-		gen := e.Begin()
-		e.Put(gen, msg(i), 0, []json.RawMessage{json.RawMessage(strings.Repeat("y", 20))})
+		gen := e.Begin(1)
+		_, miss, _ := e.Get(gen, msg(i), 0)
+		e.Put(gen, miss, json.RawMessage(strings.Repeat("y", 20)))
 		e.Trim()
 	}
-	gen := e.Begin()
-	if got, ok := e.Get(gen, msg(9), 0); !ok || len(got) != 1 {
+	gen := e.Begin(1)
+	if got, _, ok := e.Get(gen, msg(9), 0); !ok || len(got) != 1 {
 		t.Fatalf("the message sent last is not kept: %v %v", got, ok)
 	}
-	if _, ok := e.Get(gen, msg(9), 1); ok {
+	if _, _, ok := e.Get(gen, msg(9), 1); ok {
 		t.Fatal("another variant of a kept message was found")
 	}
-	if _, ok := e.Get(gen, msg(0), 0); ok {
+	if _, _, ok := e.Get(gen, msg(0), 0); ok {
 		t.Fatal("the message sent first is still kept past the limit")
 	}
 	if e.size > e.limit {
 		t.Fatalf("%d bytes kept, over the limit of %d", e.size, e.limit)
+	}
+}
+
+// TestEncodedKeyCollision: two messages under one key are both kept and
+// each found as itself, before and after Trim; what Trim lets go is
+// cleared, so a slab shared with kept messages holds nothing of it.
+func TestEncodedKeyCollision(t *testing.T) {
+	e := NewEncoded()
+	e.limit = 20
+	msg := func(text string) Message {
+		return Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: text}}}
+	}
+	a, b, c := msg("a"), msg("b"), msg("c")
+	gen := e.Begin(3)
+	_, missA, _ := e.Get(gen, a, 0)
+	e.Put(gen, missA, json.RawMessage(`"aaaaaaaaaa"`)) // 12 bytes
+	missB := Miss{key: missA.key, msg: b}              // b under a's key
+	e.Put(gen, missB, json.RawMessage(`"B1"`), json.RawMessage(`"B2"`))
+	chain := func(m Message) *encodedMessage {
+		for em := e.byKey[missA.key]; em != nil; em = em.next {
+			if sameMessage(em.msg, m) {
+				return em
+			}
+		}
+		return nil
+	}
+	emA, emB := chain(a), chain(b)
+	if emA == nil || string(emA.json[0]) != `"aaaaaaaaaa"` || emB == nil || len(emB.json) != 2 || string(emB.json[1]) != `"B2"` {
+		t.Fatalf("the two messages under one key: %+v %+v", emA, emB)
+	}
+	// c is sent after a, b after c; past the limit, Trim keeps b only
+	// (8 bytes of the 10 it keeps down to).
+	gen = e.Begin(1)
+	_, missC, _ := e.Get(gen, c, 0)
+	e.Put(gen, missC, json.RawMessage(`"cc"`))
+	gen = e.Begin(1)
+	if _, _, ok := e.Get(gen, b, 0); ok {
+		t.Fatal("b was found under its own key, where it was never put")
+	}
+	emB.used = gen
+	e.Trim()
+	// Trim files what it keeps under its own key.
+	gotB, _, okB := e.Get(gen, b, 0)
+	_, _, okA := e.Get(gen, a, 0)
+	if e.size != 8 || !okB || len(gotB) != 2 || okA {
+		t.Fatalf("after Trim: %d bytes, b %v %s, a %v; want 8, b kept, a gone", e.size, okB, gotB, okA)
+	}
+	if emA.msg.Blocks != nil || emA.json != nil {
+		t.Fatalf("a was let go but its slot still holds %+v", *emA)
 	}
 }

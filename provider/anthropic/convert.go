@@ -156,12 +156,13 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 	if p.cache {
 		last, before = marked(in)
 	}
-	gen := p.encoded.Begin()
+	gen := p.encoded.Begin(len(in))
 	out := make([]json.RawMessage, 0, len(in))
 	for i, m := range in {
 		mark := i == last || i == before
 		variant := encoding(thinking, mark)
-		if raws, ok := p.encoded.Get(gen, m, variant); ok {
+		raws, miss, ok := p.encoded.Get(gen, m, variant)
+		if ok {
 			out = append(out, raws...)
 			continue
 		}
@@ -170,10 +171,10 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			return nil, err
 		}
 		if !ok {
-			p.encoded.Put(gen, m, variant, nil)
+			p.encoded.Put(gen, miss)
 			continue
 		}
-		p.encoded.Put(gen, m, variant, []json.RawMessage{raw})
+		p.encoded.Put(gen, miss, raw)
 		out = append(out, raw)
 	}
 	p.encoded.Trim()

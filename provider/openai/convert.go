@@ -169,14 +169,14 @@ func (p *Provider) messages(system string, in []provider.Message) ([]json.RawMes
 		out = append(out, raw)
 	}
 	prompt := lastPrompt(in)
-	gen := p.encoded.Begin()
+	gen := p.encoded.Begin(len(in))
 	for i, m := range in {
 		reasoning := i > prompt && reasoningText(m) != ""
 		var variant uint8
 		if reasoning {
 			variant = 1
 		}
-		raws, ok := p.encoded.Get(gen, m, variant)
+		raws, miss, ok := p.encoded.Get(gen, m, variant)
 		if !ok {
 			msgs, err := message(i, m, reasoning)
 			if err != nil {
@@ -188,7 +188,7 @@ func (p *Provider) messages(system string, in []provider.Message) ([]json.RawMes
 					return nil, fmt.Errorf("openai: message %d: %w", i+1, err)
 				}
 			}
-			p.encoded.Put(gen, m, variant, raws)
+			p.encoded.Put(gen, miss, raws...)
 		}
 		out = append(out, raws...)
 	}
