@@ -21,6 +21,7 @@ import (
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/memory"
 	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
+	"github.com/lite-agent/lite-agent/internal/benchsession"
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/provider"
 	"github.com/lite-agent/lite-agent/provider/anthropic"
@@ -121,23 +122,7 @@ func hundredTurns(b *testing.B, store checkpoint.Checkpointer, ns string) string
 // its id. Each turn is about 600 bytes of events, like a short real one.
 func turns(b *testing.B, store checkpoint.Checkpointer, ns string, n int) string {
 	id := liteagent.NewSessionID()
-	events := []session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns})}
-	for i := range n {
-		// Every message differs from the other turns' (a provider keeping
-		// encoded messages would find repeats kept).
-		cid := fmt.Sprintf("c%d", i)
-		events = append(events,
-			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}),
-			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{
-				{Type: "text", Text: "Let me edit it."},
-				{Type: "tool_use", ID: cid, Name: "edit", Input: []byte(`{"path":"f.go","old_string":"a","new_string":"b"}`)},
-			}}),
-			session.MustNew(session.TypeToolStarted, session.ToolStarted{CallID: cid, Tool: "edit", Paths: []string{"f.go"}}),
-			session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: cid, Tool: "edit", Output: "edited f.go", Files: map[string]string{"f.go": "abc"}}),
-			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: fmt.Sprintf("Done: I changed a to b in f.go for prompt %d, as asked. Anything else?", i)}}}),
-			session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"}),
-		)
-	}
+	events := append([]session.Event{session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns})}, benchsession.Turns(n)...)
 	if _, err := store.Append(context.Background(), id, 0, events); err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/sqlite"
+	"github.com/lite-agent/lite-agent/internal/benchsession"
 	"github.com/lite-agent/lite-agent/internal/fakemodel"
 	"github.com/lite-agent/lite-agent/session"
 	"github.com/lite-agent/lite-agent/tool"
@@ -243,8 +244,7 @@ func BenchmarkProcessResumeLong(b *testing.B) {
 
 // storedTurns stores a titled session of n tool-using turns in store, in
 // the namespace ns, with its saved state at its head as the agent leaves
-// it, and returns its id. Every message differs from the other turns' (a
-// provider keeping encoded messages finds no repeats).
+// it, and returns its id; the turns are benchsession's.
 func storedTurns(b *testing.B, store *sqlite.Store, ns string, n int) string {
 	b.Helper()
 	ctx := context.Background()
@@ -253,20 +253,7 @@ func storedTurns(b *testing.B, store *sqlite.Store, ns string, n int) string {
 		session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: id, Namespace: ns, Workdir: ns}),
 		session.MustNew(session.TypeSessionTitled, session.SessionTitled{Title: fmt.Sprintf("a session of %d turns", n), By: session.TitleByUser}),
 	}
-	for i := range n {
-		cid := fmt.Sprintf("c%d", i)
-		events = append(events,
-			session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: fmt.Sprintf("prompt %d: please change file %d", i, i)}),
-			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{
-				{Type: "text", Text: "Let me edit it."},
-				{Type: "tool_use", ID: cid, Name: "edit", Input: []byte(`{"path":"f.go","old_string":"a","new_string":"b"}`)},
-			}}),
-			session.MustNew(session.TypeToolStarted, session.ToolStarted{CallID: cid, Tool: "edit", Paths: []string{"f.go"}}),
-			session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: cid, Tool: "edit", Output: "edited f.go", Files: map[string]string{"f.go": "abc"}}),
-			session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: "text", Text: fmt.Sprintf("Done: I changed a to b in f.go for prompt %d, as asked. Anything else?", i)}}}),
-			session.MustNew(session.TypeTurnCompleted, session.TurnCompleted{StopReason: "end_turn"}),
-		)
-	}
+	events = append(events, benchsession.Turns(n)...)
 	if _, err := store.Append(ctx, id, 0, events); err != nil {
 		b.Fatal(err)
 	}
