@@ -276,6 +276,38 @@ func BenchmarkResume100Turns(b *testing.B) {
 	}
 }
 
+// BenchmarkSessionInfo500Turns: SessionInfo (what --session-info and the
+// web viewer show) of a 500-turn SQLite session with its fold kept, in a
+// store that keeps no blobs (no shell command changed the workdir).
+func BenchmarkSessionInfo500Turns(b *testing.B) {
+	store, err := sqlite.Open(filepath.Join(b.TempDir(), "s.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	a, err := liteagent.New(&liteagent.Options{Workdir: b.TempDir(), Checkpointer: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	id := turns(b, store, a.Namespace(), 500)
+	st, info, err := checkpoint.LoadState(ctx, store, id)
+	if err == nil {
+		err = checkpoint.SaveState(ctx, store, id, st, info.Last)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := a.SessionInfo(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRestore1000Files: a session whose one prompt changed 1,000 files
 // of 4 KiB (each snapshotted before the change), rewound to before that
 // prompt: drift check, the undo fork and 1,000 files written back, in a

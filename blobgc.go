@@ -112,8 +112,8 @@ func (a *Agent) latestManifest(ctx context.Context, id string) (string, error) {
 // log names (for Info); 0 when the store keeps none.
 func (a *Agent) sessionBlobBytes(ctx context.Context, id string) int64 {
 	bs := a.blobStore()
-	if bs == nil {
-		return 0
+	if bs == nil || !anyBlob(ctx, bs) {
+		return 0 // nothing is kept: the log need not be read for its names
 	}
 	refs := map[string]bool{}
 	if checkpoint.LogBlobRefs(ctx, a.store, id, checkpoint.BlobRefs, refs) != nil || len(refs) == 0 {
@@ -129,4 +129,13 @@ func (a *Agent) sessionBlobBytes(ctx context.Context, id string) int64 {
 		}
 	}
 	return n
+}
+
+// anyBlob reports whether bs keeps at least one blob, or cannot tell (its
+// listing failed).
+func anyBlob(ctx context.Context, bs checkpoint.BlobStore) bool {
+	for range bs.Blobs(ctx) {
+		return true
+	}
+	return false
 }
