@@ -33,14 +33,15 @@ import (
 type Approvals struct {
 	mu       sync.Mutex
 	pending  map[pendingKey]*waiting
-	answered map[pendingKey]bool           // answered here without a mailbox, until the turn ends
-	posted   map[string]bool               // sessions this process posted in since their last turn's end
-	question func(liteagent.InputRequest)  // the server's: publish a question on the session's stream
-	store    checkpoint.Checkpointer       // the server's
-	box      checkpoint.Mailbox            // nil: answers are taken in this process only
-	watch    checkpoint.Watcher            // nil: the mailbox is polled
-	poll     time.Duration                 // how often the mailbox is read without word from watch
-	log      func(msg string, args ...any) // the server's logger
+	answered map[pendingKey]bool             // answered here without a mailbox, until the turn ends
+	posted   map[string]bool                 // sessions this process posted in since their last turn's end
+	question func(liteagent.InputRequest)    // the server's: publish a question on the session's stream
+	approval func(liteagent.ApprovalRequest) // the server's: publish a call waiting for approval
+	store    checkpoint.Checkpointer         // the server's
+	box      checkpoint.Mailbox              // nil: answers are taken in this process only
+	watch    checkpoint.Watcher              // nil: the mailbox is polled
+	poll     time.Duration                   // how often the mailbox is read without word from watch
+	log      func(msg string, args ...any)   // the server's logger
 }
 
 type pendingKey struct{ session, call string }
@@ -86,12 +87,12 @@ func NewApprovals() *Approvals {
 	return &Approvals{pending: map[pendingKey]*waiting{}, answered: map[pendingKey]bool{}, posted: map[string]bool{}}
 }
 
-// attach connects a to its server: how questions are published, and the
-// store's mailbox if it has one.
-func (a *Approvals) attach(question func(liteagent.InputRequest), store checkpoint.Checkpointer, poll time.Duration, log func(string, ...any)) {
+// attach connects a to its server: how questions and calls waiting for
+// approval are published, and the store's mailbox if it has one.
+func (a *Approvals) attach(question func(liteagent.InputRequest), approval func(liteagent.ApprovalRequest), store checkpoint.Checkpointer, poll time.Duration, log func(string, ...any)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.question, a.store, a.poll, a.log = question, store, poll, log
+	a.question, a.approval, a.store, a.poll, a.log = question, approval, store, poll, log
 	a.box, _ = store.(checkpoint.Mailbox)
 	a.watch, _ = store.(checkpoint.Watcher)
 }
@@ -101,7 +102,16 @@ func (a *Approvals) attach(question func(liteagent.InputRequest), store checkpoi
 // other on the same store, or for ctx to end.
 func (a *Approvals) Approve(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
 	r := req
-	ans, err := a.wait(ctx, pendingKey{req.Session, req.CallID}, &waiting{approval: &r}, nil)
+	a.mu.Lock()
+	publish := a.approval
+	a.mu.Unlock()
+	// Published once it waits (as a question is), so a stream opened in
+	// between finds it among the pending instead of missing both.
+	ans, err := a.wait(ctx, pendingKey{req.Session, req.CallID}, &waiting{approval: &r}, func() {
+		if publish != nil {
+			publish(r)
+		}
+	})
 	if err != nil {
 		return liteagent.Deny, err
 	}

@@ -151,7 +151,7 @@ func New(agent *liteagent.Agent, opts *Options) (*Server, error) {
 	s.turnCtx, s.stopTurns = context.WithCancel(context.Background())
 	s.feeds = feeds{s: s, m: map[string]*feed{}}
 	if s.approvals != nil {
-		s.approvals.attach(s.publishQuestion, s.store, o.PollInterval, s.log.Info)
+		s.approvals.attach(s.publishQuestion, s.publishApproval, s.store, o.PollInterval, s.log.Info)
 	}
 	s.routes = s.table()
 	mux := http.NewServeMux()

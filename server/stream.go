@@ -74,10 +74,39 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if !catchUp() {
 		return
 	}
+	// What waits for an answer now is sent too: a client that subscribes
+	// after a call asked for approval (a fast turn gets there before the
+	// client's stream is open) would otherwise never see it. The live copy
+	// of one sent here, if it is queued, is not sent again.
+	sent := map[string]bool{}
+	pending, _ := s.approvals.PendingIn(r.Context(), s.store, id)
+	for _, p := range pending {
+		var m msg
+		switch {
+		case p.Approval != nil:
+			m = dataMsg(kindApproval, approvalOf(*p.Approval))
+		case p.Question != nil:
+			m = dataMsg(kindQuestion, questionOf(*p.Question))
+		default:
+			continue
+		}
+		sent[m.kind+string(m.data)] = true
+		if !out.send(m) {
+			return
+		}
+	}
+	if len(pending) > 0 && !out.flush() {
+		return
+	}
 	// deliver sends one live message; an event past the next seq means
 	// some were missed, and the log has them.
 	deliver := func(m msg) bool {
 		switch m.kind {
+		case kindApproval, kindQuestion:
+			if sent[m.kind+string(m.data)] {
+				delete(sent, m.kind+string(m.data))
+				return true
+			}
 		case kindReset:
 			last = m.seq
 		case kindEvent:

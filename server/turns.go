@@ -242,9 +242,18 @@ func (s *Server) publishUpdate(id string, u liteagent.Update) {
 		s.feeds.publish(id, eventMsg(*u.Event))
 	case u.Delta != nil:
 		s.feeds.publish(id, dataMsg(kindDelta, deltaJSON{Index: u.Delta.Index, Kind: u.Delta.Kind, Text: u.Delta.Text, Name: u.Delta.Name}))
-	case u.Approval != nil:
+	case u.Approval != nil && s.approvals == nil:
+		// The agent's own ApprovalFunc answers; the stream shows the call.
 		s.feeds.publish(id, dataMsg(kindApproval, approvalOf(*u.Approval)))
 	}
+	// With the server's Approvals, an approval is published by them once
+	// it waits for its answer (publishApproval), not here: before that, a
+	// stream opening would neither receive it live nor find it pending.
+}
+
+// publishApproval puts a call waiting for approval on the session's stream.
+func (s *Server) publishApproval(r liteagent.ApprovalRequest) {
+	s.feeds.publish(r.Session, dataMsg(kindApproval, approvalOf(r)))
 }
 
 // publishQuestion puts a question the model asks on the session's stream.

@@ -488,3 +488,32 @@ func TestTakeOverARunningTurn(t *testing.T) {
 		t.Fatalf("after take_over: %+v, log %v", c, types)
 	}
 }
+
+// TestStreamOpenedAfterTheApproval: a client that opens the session's
+// stream only once a call already waits for approval (a fast turn gets
+// there first) is sent that approval, once, and answering it ends the
+// turn. Before, the approval went out live before it was pending, so a
+// stream opened in between saw neither.
+func TestStreamOpenedAfterTheApproval(t *testing.T) {
+	m := startModel(t,
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{toolCall("w1", "write", map[string]any{"path": "a.txt", "content": "new\n"})}},
+		fakemodel.Reply{Text: "done"},
+	)
+	w := startWorker(t, workerOptions{model: m})
+	var c created
+	w.must(202, "POST", "/api/sessions", map[string]any{"prompt": "write a"}).decode(t, &c)
+	w.waitPending(c.Session, "w1 waiting", func(approvals, _ []string) bool { return len(approvals) == 1 && approvals[0] == "w1" })
+	st := w.follow("/api/sessions/" + c.Session + "/stream")
+	st.waitFor("the approval", func(m sse) bool { return m.event == "approval" && strings.Contains(m.data, `"call_id":"w1"`) })
+	w.must(200, "POST", "/api/sessions/"+c.Session+"/approvals/w1", map[string]any{"decision": "session"})
+	st.waitEvent("turn_completed")
+	n := 0
+	for _, m := range st.snapshot() {
+		if m.event == "approval" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the stream sent the approval %d times, want once", n)
+	}
+}
