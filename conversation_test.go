@@ -206,9 +206,12 @@ func TestConflictChild(t *testing.T) {
 
 // TestTwoProcessesOneSession opens one session in this process and in
 // another: the other sends first and succeeds; this one's Send then finds
-// the log moved and stops with the conflict error, writing nothing.
+// the log moved and stops with the conflict error, writing nothing. Its
+// first model call goes out while the prompt's append is made (README:
+// "One turn against its physical floor") and may reach the model before
+// the append fails: the third reply is that call's, which nobody sees.
 func TestTwoProcessesOneSession(t *testing.T) {
-	srv, p := startModel(t, "anthropic", fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "child"})
+	srv, p := startModel(t, "anthropic", fakemodel.Reply{Text: "first"}, fakemodel.Reply{Text: "child"}, fakemodel.Reply{Text: "unseen"})
 	db := filepath.Join(t.TempDir(), "s.db")
 	dir := t.TempDir()
 	store, err := sqlite.Open(db, nil)
