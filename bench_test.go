@@ -255,16 +255,7 @@ func modelProcess(b *testing.B, replies []fakemodel.Reply) string {
 // BenchmarkResume100Turns measures Resume of a 100-turn session from a
 // SQLite file: the log read and the transcript rebuilt.
 func BenchmarkResume100Turns(b *testing.B) {
-	store, err := sqlite.Open(filepath.Join(b.TempDir(), "s.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	a, err := liteagent.New(&liteagent.Options{Workdir: b.TempDir(), Checkpointer: store})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
+	store, a := sqliteAgent(b)
 	id := hundredTurns(b, store, a.Namespace())
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -276,20 +267,28 @@ func BenchmarkResume100Turns(b *testing.B) {
 	}
 }
 
-// BenchmarkSessionInfo500Turns: SessionInfo (what --session-info and the
-// web viewer show) of a 500-turn SQLite session with its fold kept, in a
-// store that keeps no blobs (no shell command changed the workdir).
-func BenchmarkSessionInfo500Turns(b *testing.B) {
+// sqliteAgent opens a SQLite store and an agent on it without a
+// provider, both closed when b ends.
+func sqliteAgent(b *testing.B) (*sqlite.Store, *liteagent.Agent) {
+	b.Helper()
 	store, err := sqlite.Open(filepath.Join(b.TempDir(), "s.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
+	b.Cleanup(func() { store.Close() })
 	a, err := liteagent.New(&liteagent.Options{Workdir: b.TempDir(), Checkpointer: store})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer a.Close()
+	b.Cleanup(func() { a.Close() })
+	return store, a
+}
+
+// BenchmarkSessionInfo500Turns: SessionInfo (what --session-info and the
+// web viewer show) of a 500-turn SQLite session with its fold kept, in a
+// store that keeps no blobs (no shell command changed the workdir).
+func BenchmarkSessionInfo500Turns(b *testing.B) {
+	store, a := sqliteAgent(b)
 	ctx := context.Background()
 	id := turns(b, store, a.Namespace(), 500)
 	st, info, err := checkpoint.LoadState(ctx, store, id)
