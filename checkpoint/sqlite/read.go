@@ -207,7 +207,12 @@ func (s *Store) pageOnce(ctx context.Context, id string, from int64, last *mark,
 	}
 	switch {
 	case last != nil && (len(page) == 0 || !last.matches(page[0])):
-		sum, _, found, err := s.summary(ctx, c, id)
+		var sum session.Summary
+		var found bool
+		err := s.retry(ctx, func() (err error) {
+			sum, _, found, err = s.summary(ctx, c, id)
+			return err
+		})
 		switch {
 		case err != nil:
 			return nil, false, s.readError(err)
@@ -219,7 +224,14 @@ func (s *Store) pageOnce(ctx context.Context, id string, from int64, last *mark,
 		page = page[1:]
 	case len(page) == 0 && damage == nil:
 		dest := make([]driver.Value, 1)
-		found, err := c.row(ctx, dest, stmtExists, id)
+		var found bool
+		// Retried as the page was: right after a writer was killed, this
+		// statement can meet the WAL recovery too (the page of a log that
+		// does not exist, such as an unknown task list, is all it reads).
+		err := s.retry(ctx, func() (err error) {
+			found, err = c.row(ctx, dest, stmtExists, id)
+			return err
+		})
 		if err != nil {
 			return nil, false, s.readError(err)
 		}
