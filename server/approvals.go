@@ -102,16 +102,7 @@ func (a *Approvals) attach(question func(liteagent.InputRequest), approval func(
 // other on the same store, or for ctx to end.
 func (a *Approvals) Approve(ctx context.Context, req liteagent.ApprovalRequest) (liteagent.Decision, error) {
 	r := req
-	a.mu.Lock()
-	publish := a.approval
-	a.mu.Unlock()
-	// Published once it waits (as a question is), so a stream opened in
-	// between finds it among the pending instead of missing both.
-	ans, err := a.wait(ctx, pendingKey{req.Session, req.CallID}, &waiting{approval: &r}, func() {
-		if publish != nil {
-			publish(r)
-		}
-	})
+	ans, err := a.wait(ctx, pendingKey{req.Session, req.CallID}, &waiting{approval: &r})
 	if err != nil {
 		return liteagent.Deny, err
 	}
@@ -127,24 +118,20 @@ func (a *Approvals) Approve(ctx context.Context, req liteagent.ApprovalRequest) 
 // the same store, or for ctx to end.
 func (a *Approvals) Input(ctx context.Context, req liteagent.InputRequest) (string, error) {
 	r := req
-	a.mu.Lock()
-	publish := a.question
-	a.mu.Unlock()
-	ans, err := a.wait(ctx, pendingKey{req.Session, req.CallID}, &waiting{question: &r}, func() {
-		if publish != nil {
-			publish(r)
-		}
-	})
+	ans, err := a.wait(ctx, pendingKey{req.Session, req.CallID}, &waiting{question: &r})
 	return ans.Text, err
 }
 
-// wait registers w (here, and in the mailbox if there is one), runs then
-// (once it can be answered) and waits for its answer.
-func (a *Approvals) wait(ctx context.Context, k pendingKey, w *waiting, then func()) (answer, error) {
+// wait registers w (here, and in the mailbox if there is one), publishes
+// it on the session's stream once it can be answered (so a stream opened
+// in between finds it pending instead of missing it) and waits for its
+// answer.
+func (a *Approvals) wait(ctx context.Context, k pendingKey, w *waiting) (answer, error) {
 	w.since, w.answer = time.Now().UTC(), make(chan answer, 1)
 	a.mu.Lock()
 	a.pending[k] = w
 	box, watch, poll, log := a.box, a.watch, a.poll, a.log
+	approval, question := a.approval, a.question
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
@@ -171,8 +158,11 @@ func (a *Approvals) wait(ctx context.Context, k pendingKey, w *waiting, then fun
 			a.mu.Unlock()
 		}
 	}
-	if then != nil {
-		then()
+	switch {
+	case w.approval != nil && approval != nil:
+		approval(*w.approval)
+	case w.question != nil && question != nil:
+		question(*w.question)
 	}
 	if box == nil {
 		select {
