@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unsafe"
 )
 
 // StateFormat is the version of the binary encoding of a State
@@ -141,7 +142,7 @@ func DecodeState(b []byte) (*State, error) {
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(body):]) {
 		return nil, fmt.Errorf("%w: its checksum does not match", ErrStateDamaged)
 	}
-	r := stateReader{b: body, off: len(stateMagic), all: string(body)}
+	r := stateReader{b: body, off: len(stateMagic), all: unsafe.String(unsafe.SliceData(body), len(body))}
 	if v := r.uint(); r.err == nil && v != StateFormat {
 		if v > StateFormat {
 			return nil, &NewerError{Format: "saved state format", Version: int(min(v, 1<<31)), Known: StateFormat}
@@ -158,7 +159,9 @@ func DecodeState(b []byte) (*State, error) {
 	r.summary(&s.Summary)
 	s.Usage = r.usage()
 	if n, ok := r.len(); ok {
-		s.messages = make([]Message, n)
+		// Room for the turn the resume is for: without it, its first
+		// message would copy the whole transcript to grow the slice.
+		s.messages = make([]Message, n, n+transcriptRoom(n))
 		for i := range s.messages {
 			m := &s.messages[i]
 			m.Role = r.str()
@@ -170,7 +173,7 @@ func DecodeState(b []byte) (*State, error) {
 			}
 		}
 	}
-	s.msgSeq = r.ints()
+	s.msgSeq = r.ints(transcriptRoom)
 	s.cur = r.int()
 	if n, ok := r.len(); ok {
 		s.checkpoints = make([]Checkpoint, n)
@@ -351,8 +354,10 @@ func (w *stateWriter) summary(s *Summary) {
 }
 
 // stateReader decodes what stateWriter wrote. The first error sticks:
-// later reads return zero values. Strings are cut from all, one copy of
-// the whole encoding.
+// later reads return zero values. Strings are cut from all, the whole
+// encoding seen as a string without a copy (b is not modified after
+// DecodeState, which its callers promise): a copy was a quarter of what a
+// fresh process resuming a long session allocated.
 type stateReader struct {
 	b   []byte
 	off int
@@ -441,6 +446,10 @@ func (r *stateReader) bytes() []byte {
 	return b
 }
 
+// transcriptRoom is the spare capacity a decoded transcript of n messages
+// gets: a turn's messages, and an eighth more for a long one.
+func transcriptRoom(n int) int { return 8 + n/8 }
+
 func (r *stateReader) strs() []string {
 	n, ok := r.len()
 	if !ok {
@@ -453,12 +462,13 @@ func (r *stateReader) strs() []string {
 	return v
 }
 
-func (r *stateReader) ints() []int64 {
+// ints reads a list of integers into a slice with room(n) to spare.
+func (r *stateReader) ints(room func(int) int) []int64 {
 	n, ok := r.len()
 	if !ok {
 		return nil
 	}
-	v := make([]int64, n)
+	v := make([]int64, n, n+room(n))
 	for i := range v {
 		v[i] = r.int()
 	}

@@ -158,6 +158,7 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 	}
 	gen := p.encoded.Begin(len(in))
 	out := make([]json.RawMessage, 0, len(in))
+	var buf []byte // each missed message is encoded here, then kept at its size
 	for i, m := range in {
 		mark := i == last || i == before
 		variant := encoding(thinking, mark)
@@ -166,7 +167,7 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			out = append(out, raws...)
 			continue
 		}
-		raw, ok, err := encodeMessage(i, m, thinking, mark) // the SDK's encoding, written directly
+		raw, ok, err := encodeMessage(buf[:0], i, m, thinking, mark) // the SDK's encoding, written directly
 		if err != nil {
 			return nil, err
 		}
@@ -174,6 +175,7 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			p.encoded.Put(gen, miss)
 			continue
 		}
+		buf, raw = raw, bytes.Clone(raw)
 		p.encoded.Put(gen, miss, raw)
 		out = append(out, raw)
 	}

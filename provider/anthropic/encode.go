@@ -23,7 +23,10 @@ import (
 // thinking is on (the API requires those of the current tool use); without
 // it they are left out. TestEncodeMessageIsTheSDKs and
 // FuzzEncodeMessageIsTheSDKs compare it with the SDK's encoding.
-func encodeMessage(i int, m provider.Message, thinking, mark bool) (json.RawMessage, bool, error) {
+//
+// The JSON is appended to dst (a buffer the caller reuses), and the
+// result is dst extended.
+func encodeMessage(dst []byte, i int, m provider.Message, thinking, mark bool) (json.RawMessage, bool, error) {
 	if err := checkBlocks(i, m); err != nil {
 		return nil, false, err
 	}
@@ -64,12 +67,7 @@ func encodeMessage(i int, m provider.Message, thinking, mark bool) (json.RawMess
 			markAt = lastResult
 		}
 	}
-	size := 32
-	for j := range m.Blocks {
-		size += len(m.Blocks[j].Text) + len(m.Blocks[j].Input) + 64
-	}
-	out := make([]byte, 0, size)
-	out = append(out, `{"content":[`...)
+	out := append(dst, `{"content":[`...)
 	first := true
 	for pass := range 2 { // tool results, then the others
 		for j := range m.Blocks {

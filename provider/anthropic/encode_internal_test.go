@@ -37,7 +37,7 @@ func checkSameEncoding(t *testing.T, m provider.Message) {
 	for _, thinking := range []bool{false, true} {
 		for _, mark := range []bool{false, true} {
 			want, wantOK, wantErr := sdkEncode(3, m, thinking, mark)
-			got, ok, err := encodeMessage(3, m, thinking, mark)
+			got, ok, err := encodeMessage(nil, 3, m, thinking, mark)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) || ok != wantOK || string(got) != string(want) {
 				t.Fatalf("thinking %v, mark %v, message %#v:\n got %v %s %v\nwant %v %s %v", thinking, mark, m, ok, got, err, wantOK, want, wantErr)
 			}
