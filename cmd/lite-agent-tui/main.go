@@ -10,6 +10,7 @@ import (
 
 	liteagent "github.com/lite-agent/lite-agent"
 	"github.com/lite-agent/lite-agent/cli"
+	"github.com/lite-agent/lite-agent/internal/gcstart"
 	"github.com/lite-agent/lite-agent/tui"
 )
 
@@ -29,5 +30,6 @@ func (c client) Run(ctx context.Context, a *liteagent.Agent, o cli.ScreenOptions
 }
 
 func main() {
+	gcstart.Raise(8 << 20) // as lite-agent's
 	os.Exit(cli.Command(&cli.Linked{FullScreen: func() cli.FullScreen { return client{approvals: tui.NewApprovals()} }}))
 }
