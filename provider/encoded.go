@@ -147,28 +147,38 @@ func (e *Encoded) Trim() {
 	}
 }
 
-// key hashes everything of m that its JSON depends on.
+// key hashes everything of m that its JSON depends on: each field that is
+// not empty in one maphash.String or maphash.Bytes call, mixed with the
+// field's place. Hashing the fields through one streaming maphash.Hash
+// was most of what a request of a 500-turn transcript cost when every
+// message was kept (BenchmarkEncodeLongTranscript/kept).
 func (e *Encoded) key(m Message, variant uint8) uint64 {
-	var h maphash.Hash
-	h.SetSeed(e.seed)
-	h.WriteString(m.Role)
-	h.WriteByte(variant)
+	k := mix(uint64(variant)+1, maphash.String(e.seed, m.Role))
 	for _, b := range m.Blocks {
-		h.WriteByte(0)
-		for _, s := range [...]string{b.Type, b.Text, b.ID, b.Name, b.ToolUseID, b.Signature} {
-			h.WriteString(s)
-			h.WriteByte(0)
+		k = mix(k, 0)
+		for i, s := range [...]string{b.Type, b.Text, b.ID, b.Name, b.ToolUseID, b.Signature} {
+			if s != "" {
+				k = mix(k, uint64(i+1)<<56^maphash.String(e.seed, s))
+			}
 		}
-		h.Write(b.Input)
+		if len(b.Input) > 0 {
+			k = mix(k, 7<<56^maphash.Bytes(e.seed, b.Input))
+		}
 		if b.IsError {
-			h.WriteByte(1)
+			k = mix(k, 8<<56)
 		}
 		for _, im := range b.Images {
-			h.WriteString(im.MediaType)
-			h.Write(im.Data)
+			k = mix(k, 9<<56^maphash.String(e.seed, im.MediaType))
+			k = mix(k, 10<<56^maphash.Bytes(e.seed, im.Data))
 		}
 	}
-	return h.Sum64()
+	return k
+}
+
+// mix folds v into the running key k.
+func mix(k, v uint64) uint64 {
+	k = (k ^ v) * 0x9e3779b97f4a7c15
+	return k ^ k>>29
 }
 
 // sameMessage reports whether a and b are the same message, field by field
