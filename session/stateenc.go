@@ -512,8 +512,8 @@ func (r *stateReader) usage() Usage {
 // copies.
 func (r *stateReader) blocks(n int) []Block {
 	const chunk = 256
-	if n > chunk/4 {
-		return make([]Block, n)
+	if n == 0 || n > chunk/4 {
+		return make([]Block, n) // an empty list stays one, not nil
 	}
 	if len(r.chunk) < n {
 		r.chunk = make([]Block, chunk)
