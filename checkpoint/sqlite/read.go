@@ -49,7 +49,7 @@ const (
 	// List reads the sessions_list index only, and has SQLite concatenate
 	// the entries into one value: one row to hand over instead of
 	// thousands. It is handed over as a blob: SQLite copies a text value
-	// once more to end it with a NUL (a megabyte per 4,000 sessions).
+	// once more to end it with a NUL (about a megabyte for 10,000 sessions).
 	stmtListKind   = `SELECT CAST(group_concat(entry, '') AS BLOB) FROM (SELECT entry FROM sessions WHERE namespace = ? AND kind = ? ORDER BY updated DESC, id LIMIT ?)`
 	stmtListAll    = `SELECT CAST(group_concat(entry, '') AS BLOB) FROM (SELECT entry FROM sessions WHERE namespace = ? ORDER BY updated DESC, id LIMIT ?)`
 	stmtListNSKind = `SELECT CAST(group_concat(entry, '') AS BLOB) FROM (SELECT entry FROM sessions INDEXED BY sessions_list WHERE kind = ? ORDER BY updated DESC, id LIMIT ?)`
