@@ -173,7 +173,7 @@ func DecodeState(b []byte) (*State, error) {
 			}
 		}
 	}
-	s.msgSeq = r.ints(transcriptRoom)
+	s.msgSeq = r.ints()
 	s.cur = r.int()
 	if n, ok := r.len(); ok {
 		s.checkpoints = make([]Checkpoint, n)
@@ -463,13 +463,14 @@ func (r *stateReader) strs() []string {
 	return v
 }
 
-// ints reads a list of integers into a slice with room(n) to spare.
-func (r *stateReader) ints(room func(int) int) []int64 {
+// ints reads a list of integers. Its one list is msgSeq, a seq per
+// message, which gets the transcript's room to grow.
+func (r *stateReader) ints() []int64 {
 	n, ok := r.len()
 	if !ok {
 		return nil
 	}
-	v := make([]int64, n, n+room(n))
+	v := make([]int64, n, n+transcriptRoom(n))
 	for i := range v {
 		v[i] = r.int()
 	}

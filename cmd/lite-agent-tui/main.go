@@ -30,6 +30,6 @@ func (c client) Run(ctx context.Context, a *liteagent.Agent, o cli.ScreenOptions
 }
 
 func main() {
-	gcstart.Raise(8 << 20) // as lite-agent's
+	gcstart.Raise(gcstart.CommandGoal)
 	os.Exit(cli.Command(&cli.Linked{FullScreen: func() cli.FullScreen { return client{approvals: tui.NewApprovals()} }}))
 }

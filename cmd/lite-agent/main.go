@@ -15,13 +15,7 @@ import (
 	"github.com/lite-agent/lite-agent/internal/gcstart"
 )
 
-// firstHeapGoal is the smallest heap goal of the process (package
-// gcstart): a one-shot turn, the resume of a 500-turn session (about 3
-// MiB) and --sessions on 10,000 sessions (5 MiB) allocate less, and
-// collect no garbage.
-const firstHeapGoal = 8 << 20
-
 func main() {
-	gcstart.Raise(firstHeapGoal)
+	gcstart.Raise(gcstart.CommandGoal)
 	os.Exit(cli.Command(nil))
 }
