@@ -31,13 +31,26 @@ type Encoded struct {
 	size  int                        // bytes of JSON kept
 	limit int                        // EncodedCap, smaller in tests
 	gen   uint64                     // bumped by every request
+	// fresh is the gen of a request begun while nothing was kept: its
+	// Gets miss without a lookup (a fresh process's first request).
+	fresh uint64
 	// slab is where the next kept messages go: they are allocated
 	// encodedSlab at a time, as a fresh process puts a whole transcript.
 	slab []encodedMessage
+	// arena is where the next kept JSON is copied: chunks of
+	// encodedArena bytes instead of one allocation per message, which
+	// was a sixth of a fresh process's first request of a 500-turn
+	// transcript (BenchmarkEncodeLongTranscript/fresh).
+	arena []byte
 }
 
-// encodedSlab is how many kept messages are allocated at once.
-const encodedSlab = 64
+const (
+	// encodedSlab is how many kept messages are allocated at once.
+	encodedSlab = 64
+	// encodedArena is the size of a chunk of kept JSON; a message's
+	// JSON over a quarter of it gets an allocation of its own.
+	encodedArena = 64 << 10
+)
 
 // encodedMessage is one message as it was encoded.
 type encodedMessage struct {
@@ -67,10 +80,13 @@ func NewEncoded() *Encoded {
 func (e *Encoded) Begin(n int) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.byKey) == 0 && n > 8 {
-		e.byKey = make(map[uint64]*encodedMessage, n)
-	}
 	e.gen++
+	if len(e.byKey) == 0 {
+		e.fresh = e.gen
+		if n > 8 {
+			e.byKey = make(map[uint64]*encodedMessage, n)
+		}
+	}
 	return e.gen
 }
 
@@ -80,6 +96,9 @@ func (e *Encoded) Get(gen uint64, m Message, variant uint8) (msgs []json.RawMess
 	k := e.key(m, variant)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if gen == e.fresh { // nothing was kept when it began: a repeat in it is kept twice, no more
+		return nil, Miss{key: k, msg: m, variant: variant}, false
+	}
 	for em := e.byKey[k]; em != nil; em = em.next {
 		if em.variant == variant && sameMessage(em.msg, m) {
 			em.used = gen
@@ -89,8 +108,9 @@ func (e *Encoded) Get(gen uint64, m Message, variant uint8) (msgs []json.RawMess
 	return nil, Miss{key: k, msg: m, variant: variant}, false
 }
 
-// Put keeps msgs, the JSON the message Get missed was encoded to.
-func (e *Encoded) Put(gen uint64, miss Miss, msgs ...json.RawMessage) {
+// Put keeps a copy of msgs, the JSON the message Get missed was encoded
+// to, and returns it: the caller may reuse msgs' bytes.
+func (e *Encoded) Put(gen uint64, miss Miss, msgs ...json.RawMessage) []json.RawMessage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.slab) == 0 {
@@ -100,15 +120,30 @@ func (e *Encoded) Put(gen uint64, miss Miss, msgs ...json.RawMessage) {
 	e.slab = e.slab[1:]
 	*em = encodedMessage{msg: miss.msg, variant: miss.variant, used: gen, next: e.byKey[miss.key]}
 	if len(msgs) == 1 {
-		em.one[0] = msgs[0]
 		em.json = em.one[:]
 	} else {
-		em.json = slices.Clone(msgs)
+		em.json = make([]json.RawMessage, len(msgs))
 	}
-	e.byKey[miss.key] = em
-	for _, j := range msgs {
+	for i, j := range msgs {
+		em.json[i] = e.keep(j)
 		e.size += len(j)
 	}
+	e.byKey[miss.key] = em
+	return em.json
+}
+
+// keep returns a copy of j in the arena, its capacity its length (an
+// append to it copies). The caller holds mu.
+func (e *Encoded) keep(j json.RawMessage) json.RawMessage {
+	if len(j) > encodedArena/4 {
+		return bytes.Clone(j)
+	}
+	if cap(e.arena)-len(e.arena) < len(j) {
+		e.arena = make([]byte, 0, encodedArena)
+	}
+	n := len(e.arena)
+	e.arena = append(e.arena, j...)
+	return e.arena[n:len(e.arena):len(e.arena)]
 }
 
 // Trim lets go of the least recently sent messages while more than
@@ -126,7 +161,9 @@ func (e *Encoded) Trim() {
 		}
 	}
 	slices.SortFunc(all, func(a, b *encodedMessage) int { return cmp.Compare(b.used, a.used) })
-	e.byKey, e.size = map[uint64]*encodedMessage{}, 0
+	// What is kept is copied to new chunks, so that a message kept does
+	// not keep a chunk of messages let go.
+	e.byKey, e.size, e.arena = map[uint64]*encodedMessage{}, 0, nil
 	for i, em := range all {
 		n := 0
 		for _, j := range em.json {
@@ -139,6 +176,9 @@ func (e *Encoded) Trim() {
 				*gone = encodedMessage{}
 			}
 			break
+		}
+		for i, j := range em.json {
+			em.json[i] = e.keep(j)
 		}
 		k := e.key(em.msg, em.variant)
 		em.next = e.byKey[k]

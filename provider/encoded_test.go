@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -137,5 +138,60 @@ func TestEncodedKeyCollision(t *testing.T) {
 	}
 	if emA.msg.Blocks != nil || emA.json != nil {
 		t.Fatalf("a was let go but its slot still holds %+v", *emA)
+	}
+}
+
+// TestEncodedKeepsACopy: Put keeps a copy of the JSON it is given, so the
+// caller may encode the next message into the same bytes; a kept message's
+// JSON cannot be grown into its neighbour's; a repeated message in the
+// first request of an empty Encoded (which Get misses without a lookup) is
+// found by the next request; and Trim copies what it keeps out of the
+// chunks it shared with what it let go.
+func TestEncodedKeepsACopy(t *testing.T) {
+	e := NewEncoded()
+	msg := func(text string) Message {
+		return Message{Role: session.RoleUser, Blocks: []session.Block{{Type: session.BlockText, Text: text}}}
+	}
+	a, b := msg("a"), msg("b")
+	gen := e.Begin(3)
+	buf := []byte(`"first"`)
+	var kept [][]json.RawMessage
+	for i, m := range []Message{a, b, a} {
+		if _, _, ok := e.Get(gen, m, 0); ok {
+			t.Fatalf("message %d was found in an Encoded that kept nothing", i)
+		}
+		_, miss, _ := e.Get(gen, m, 0)
+		buf = append(buf[:0], fmt.Sprintf(`"json of %s"`, m.Blocks[0].Text)...)
+		kept = append(kept, e.Put(gen, miss, buf))
+	}
+	buf = append(buf[:0], `"clobbered"`...)
+	if got := string(kept[0][0]); got != `"json of a"` {
+		t.Fatalf("Put returned %s after its argument's bytes were reused; want a copy", got)
+	}
+	if j := kept[0][0]; cap(j) != len(j) {
+		t.Fatalf("a kept message's JSON has room for %d more bytes: an append would write over the next", cap(j)-len(j))
+	}
+	gen = e.Begin(2)
+	gotA, _, okA := e.Get(gen, a, 0)
+	gotB, _, okB := e.Get(gen, b, 0)
+	if !okA || !okB || string(gotA[0]) != `"json of a"` || string(gotB[0]) != `"json of b"` {
+		t.Fatalf("the next request found a %v %s, b %v %s; want both", okA, gotA, okB, gotB)
+	}
+	e.limit = 2 * len(gotB[0])
+	for em := e.byKey[e.key(a, 0)]; em != nil; em = em.next {
+		em.used = 0 // a (both copies) was sent longest ago
+	}
+	before := &gotB[0][0]
+	e.Trim()
+	gen = e.Begin(1)
+	after, _, ok := e.Get(gen, b, 0)
+	if !ok || string(after[0]) != `"json of b"` {
+		t.Fatalf("after Trim b is %v %s; want it kept", ok, after)
+	}
+	if &after[0][0] == before {
+		t.Fatal("Trim kept b in the chunk it shared with a, which it let go")
+	}
+	if _, _, ok := e.Get(gen, a, 0); ok {
+		t.Fatal("Trim kept a, sent longest ago")
 	}
 }

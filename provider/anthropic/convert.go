@@ -158,7 +158,7 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 	}
 	gen := p.encoded.Begin(len(in))
 	out := make([]json.RawMessage, 0, len(in))
-	var buf []byte // each missed message is encoded here, then kept at its size
+	var buf []byte // each missed message is encoded here, then kept (a copy)
 	for i, m := range in {
 		mark := i == last || i == before
 		variant := encoding(thinking, mark)
@@ -175,9 +175,8 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			p.encoded.Put(gen, miss)
 			continue
 		}
-		buf, raw = raw, bytes.Clone(raw)
-		p.encoded.Put(gen, miss, raw)
-		out = append(out, raw)
+		buf = raw
+		out = append(out, p.encoded.Put(gen, miss, raw)...)
 	}
 	p.encoded.Trim()
 	return out, nil

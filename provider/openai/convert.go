@@ -188,7 +188,7 @@ func (p *Provider) messages(system string, in []provider.Message) ([]json.RawMes
 					return nil, fmt.Errorf("openai: message %d: %w", i+1, err)
 				}
 			}
-			p.encoded.Put(gen, miss, raws...)
+			raws = p.encoded.Put(gen, miss, raws...)
 		}
 		out = append(out, raws...)
 	}
