@@ -37,18 +37,20 @@ type Encoded struct {
 	// slab is where the next kept messages go: they are allocated
 	// encodedSlab at a time, as a fresh process puts a whole transcript.
 	slab []encodedMessage
-	// arena is where the next kept JSON is copied: chunks of
-	// encodedArena bytes instead of one allocation per message, which
-	// was a sixth of a fresh process's first request of a 500-turn
-	// transcript (BenchmarkEncodeLongTranscript/fresh).
+	// arena is where the next kept JSON is copied: chunks, each twice
+	// the last from 4 KiB up to encodedArena, instead of one allocation
+	// per message (2,050 allocations of a fresh process's first request
+	// of a 500-turn transcript, 54 in chunks;
+	// BenchmarkEncodeLongTranscript/fresh). A short session's JSON
+	// takes a small chunk.
 	arena []byte
 }
 
 const (
 	// encodedSlab is how many kept messages are allocated at once.
 	encodedSlab = 64
-	// encodedArena is the size of a chunk of kept JSON; a message's
-	// JSON over a quarter of it gets an allocation of its own.
+	// encodedArena is the largest chunk of kept JSON; a message's JSON
+	// over a quarter of it gets an allocation of its own.
 	encodedArena = 64 << 10
 )
 
@@ -139,7 +141,7 @@ func (e *Encoded) keep(j json.RawMessage) json.RawMessage {
 		return bytes.Clone(j)
 	}
 	if cap(e.arena)-len(e.arena) < len(j) {
-		e.arena = make([]byte, 0, encodedArena)
+		e.arena = make([]byte, 0, min(max(2*cap(e.arena), 4<<10, len(j)), encodedArena))
 	}
 	n := len(e.arena)
 	e.arena = append(e.arena, j...)
