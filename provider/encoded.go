@@ -2,38 +2,48 @@ package provider
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
-	"hash/maphash"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/lite-agent/lite-agent/session"
 )
 
-// EncodedCap bounds the JSON an Encoded keeps; past it, the messages least
-// recently sent are let go.
+// EncodedCap bounds the JSON an Encoded keeps; past it, the transcripts
+// least recently sent are let go (the latest one is always kept).
 const EncodedCap = 64 << 20
 
 // Encoded keeps the JSON a provider encoded each transcript message to,
-// so that a request encodes only the messages new since the last one:
-// every model call sends the whole transcript (a 500-turn transcript in
-// provider/anthropic: 2.2-2.4 ms to encode fresh, 0.7 ms from kept JSON;
-// BenchmarkEncodeLongTranscript, figures in README). A kept message is sent as the same bytes, which is also what a prompt
-// cache needs. A message maps to any number of the API's messages, kept
-// together. Variant tells apart encodings of one message that depend on
-// the request (thinking on or off, a cache breakpoint on it). Encoded is
-// safe for concurrent use: sessions sharing a provider share it.
+// so that a request encodes only the messages new since the last request
+// of its transcript: every model call sends the whole transcript (a
+// 500-turn transcript in provider/anthropic: about 2 ms to encode fresh,
+// well under 1 ms from kept JSON; BenchmarkEncodeLongTranscript, figures
+// in README). A kept message is sent as the same bytes, which is also what
+// a prompt cache needs.
+//
+// What it keeps is lines: the messages one request sent, in order, each
+// with its JSON. A request continues the line that shares the longest
+// prefix with its messages, and finds a message kept only at the same
+// place in that line, compared field by field (a transcript's messages
+// share their strings from one request to the next, so that is mostly
+// pointer checks): no message is hashed. A transcript that changed before
+// its end (a compaction, a rewind) encodes again from the first change.
+// A message maps to any number of the API's messages, kept together.
+// Variant tells apart encodings of one message that depend on the request
+// (thinking on or off, a cache breakpoint on it). Encoded is safe for
+// concurrent use: sessions sharing a provider share it, each continuing
+// its own line.
 type Encoded struct {
-	seed  maphash.Seed
 	mu    sync.Mutex
-	byKey map[uint64]*encodedMessage // a chain (next) where keys collide
-	size  int                        // bytes of JSON kept
-	limit int                        // EncodedCap, smaller in tests
-	gen   uint64                     // bumped by every request
-	// fresh is the gen of a request begun while nothing was kept: its
-	// Gets miss without a lookup (a fresh process's first request).
-	fresh uint64
+	lines []*encodedLine // the least recently sent first; a line is not modified once kept
+	size  int            // bytes of JSON the lines keep (a message two lines share counted in each)
+	limit int            // EncodedCap, smaller in tests
+	// held is about the bytes allocated for kept messages since the
+	// last compaction, live or not: past twice size (and slack), what
+	// the lines keep is copied out (compact) so that what they let go
+	// is freed.
+	held int
 	// slab is where the next kept messages go: they are allocated
 	// encodedSlab at a time, as a fresh process puts a whole transcript.
 	slab []encodedMessage
@@ -47,80 +57,183 @@ type Encoded struct {
 }
 
 const (
+	// encodedLines bounds how many lines (transcripts) an Encoded keeps.
+	encodedLines = 256
+	// encodedMoved is how many messages of the line a request continues
+	// it may send in another variant and still take that line's place
+	// (a cache breakpoint moves off two messages a request).
+	encodedMoved = 4
 	// encodedSlab is how many kept messages are allocated at once.
 	encodedSlab = 64
 	// encodedArena is the largest chunk of kept JSON; a message's JSON
 	// over a quarter of it gets an allocation of its own.
 	encodedArena = 64 << 10
+	// encodedSlack is the held bytes past twice the size kept that
+	// Encoded lets be before it compacts.
+	encodedSlack = 4 << 20
 )
 
-// encodedMessage is one message as it was encoded.
+// encodedLine is the messages one request sent, in order.
+type encodedLine struct {
+	msgs []*encodedMessage
+	size int // bytes of their JSON
+}
+
+// encodedMessage is one message as it was encoded; it is not modified
+// once kept.
 type encodedMessage struct {
-	msg     Message // compared in full: a hash match alone is not trusted
+	msg     Message // compared in full before its JSON is used
 	variant uint8
 	json    []json.RawMessage
 	one     [1]json.RawMessage // json's array when it is one message (most are)
-	used    uint64             // the gen of the last request that sent it
-	next    *encodedMessage    // the next one with the same key
-}
-
-// Miss is a message Get did not find, for Put to keep once it is encoded
-// (its key is not computed twice).
-type Miss struct {
-	key     uint64
-	msg     Message
-	variant uint8
 }
 
 // NewEncoded returns an empty Encoded.
 func NewEncoded() *Encoded {
-	return &Encoded{seed: maphash.MakeSeed(), byKey: map[uint64]*encodedMessage{}, limit: EncodedCap}
+	return &Encoded{limit: EncodedCap}
 }
 
-// Begin starts a request of n messages and returns its generation, for
-// Get and Put. n sizes the table of an Encoded that keeps nothing yet.
-func (e *Encoded) Begin(n int) uint64 {
+// EncodedRequest is one request's use of an Encoded: Get, and Put when
+// Get misses, for each of its messages in order, then Done. It is used
+// by one goroutine.
+type EncodedRequest struct {
+	e     *Encoded
+	in    []Message
+	from  []*encodedLine    // the lines it continues, the most recent first: all as long a prefix of in
+	match int               // how many of in are their first messages
+	sent  []*encodedMessage // what it sends, in order
+}
+
+// Begin starts a request of the messages in, which the caller must not
+// modify until Done.
+func (e *Encoded) Begin(in []Message) *EncodedRequest {
+	r := &EncodedRequest{e: e, in: in, sent: make([]*encodedMessage, 0, len(in))}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.gen++
-	if len(e.byKey) == 0 {
-		e.fresh = e.gen
-		if n > 8 {
-			e.byKey = make(map[uint64]*encodedMessage, n)
+	for i := len(e.lines) - 1; i >= 0; i-- {
+		l := e.lines[i]
+		n := 0
+		for n < len(l.msgs) && n < len(in) && sameMessage(l.msgs[n].msg, in[n]) {
+			n++
+		}
+		switch {
+		case n > r.match:
+			r.match, r.from = n, append(r.from[:0], l)
+		case n == r.match && n > 0:
+			r.from = append(r.from, l) // another variant of the transcript, or a fork of it
 		}
 	}
-	return e.gen
+	return r
 }
 
-// Get returns the JSON m was encoded to in variant; ok is false if it was
-// not kept, and miss is then what Put needs to keep it.
-func (e *Encoded) Get(gen uint64, m Message, variant uint8) (msgs []json.RawMessage, miss Miss, ok bool) {
-	k := e.key(m, variant)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if gen == e.fresh { // nothing was kept when it began: a repeat in it is kept twice, no more
-		return nil, Miss{key: k, msg: m, variant: variant}, false
+// Get returns the JSON the request's next message was encoded to in
+// variant; ok is false if it is not kept, and the caller encodes it and
+// calls Put.
+func (r *EncodedRequest) Get(variant uint8) (msgs []json.RawMessage, ok bool) {
+	i := len(r.sent)
+	if i >= r.match {
+		return nil, false
 	}
-	for em := e.byKey[k]; em != nil; em = em.next {
-		if em.variant == variant && sameMessage(em.msg, m) {
-			em.used = gen
-			return em.json, Miss{}, true
+	for _, l := range r.from {
+		if em := l.msgs[i]; em.variant == variant { // the message is the same: Begin compared it
+			r.sent = append(r.sent, em)
+			return em.json, true
 		}
 	}
-	return nil, Miss{key: k, msg: m, variant: variant}, false
+	return nil, false
 }
 
-// Put keeps a copy of msgs, the JSON the message Get missed was encoded
-// to, and returns it: the caller may reuse msgs' bytes.
-func (e *Encoded) Put(gen uint64, miss Miss, msgs ...json.RawMessage) []json.RawMessage {
+// Put keeps a copy of msgs, the JSON the request's next message was
+// encoded to in variant, and returns it: the caller may reuse msgs' bytes.
+func (r *EncodedRequest) Put(variant uint8, msgs ...json.RawMessage) []json.RawMessage {
+	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	em := e.newMessage(r.in[len(r.sent)], variant, msgs)
+	r.sent = append(r.sent, em)
+	return em.json
+}
+
+// Done keeps what the request sent as a line: in place of a line it
+// continued whole and sent most of as kept (all but encodedMoved, or a
+// quarter), else as one more, so that a transcript sent in two variants
+// (thinking on and off) keeps both. Past EncodedCap, or encodedLines, the
+// lines least recently sent are let go. A request that did not reach its
+// last message keeps nothing.
+func (r *EncodedRequest) Done() {
+	if len(r.sent) != len(r.in) || len(r.sent) == 0 {
+		return
+	}
+	l := &encodedLine{msgs: r.sent}
+	for _, em := range r.sent {
+		l.size += jsonSize(em)
+	}
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The line it continued whole and sent the most of as kept is the
+	// one it replaces, if that is most of it.
+	var replace *encodedLine
+	most := r.match - max(encodedMoved, r.match/4)
+	for _, f := range r.from {
+		if len(f.msgs) != r.match {
+			continue
+		}
+		n := 0
+		for k, em := range f.msgs {
+			if r.sent[k] == em {
+				n++
+			}
+		}
+		if n >= most {
+			replace, most = f, n+1
+		}
+	}
+	if i := slices.Index(e.lines, replace); replace != nil && i >= 0 {
+		e.lines = slices.Delete(e.lines, i, i+1)
+		e.size -= replace.size
+	}
+	e.lines = append(e.lines, l)
+	e.size += l.size
+	for len(e.lines) > 1 && (e.size > e.limit || len(e.lines) > encodedLines) {
+		e.size -= e.lines[0].size
+		e.lines = slices.Delete(e.lines, 0, 1)
+	}
+	if e.held > 2*e.size+encodedSlack {
+		e.compact()
+	}
+}
+
+// compact copies the lines' messages and JSON to new slabs and chunks, a
+// message two lines share once, so that the messages no line keeps are
+// freed with the slabs and chunks they shared. The lines are replaced, not
+// modified: a request under way keeps the one it continues. The caller
+// holds mu.
+func (e *Encoded) compact() {
+	e.slab, e.arena, e.held = nil, nil, 0
+	moved := map[*encodedMessage]*encodedMessage{}
+	for i, l := range e.lines {
+		nl := &encodedLine{msgs: make([]*encodedMessage, len(l.msgs)), size: l.size}
+		for j, em := range l.msgs {
+			n, ok := moved[em]
+			if !ok {
+				n = e.newMessage(em.msg, em.variant, em.json)
+				moved[em] = n
+			}
+			nl.msgs[j] = n
+		}
+		e.lines[i] = nl
+	}
+}
+
+// newMessage keeps m's JSON, msgs, in variant. The caller holds mu.
+func (e *Encoded) newMessage(m Message, variant uint8, msgs []json.RawMessage) *encodedMessage {
 	if len(e.slab) == 0 {
 		e.slab = make([]encodedMessage, encodedSlab)
 	}
 	em := &e.slab[0]
 	e.slab = e.slab[1:]
-	*em = encodedMessage{msg: miss.msg, variant: miss.variant, used: gen, next: e.byKey[miss.key]}
+	*em = encodedMessage{msg: m, variant: variant}
 	if len(msgs) == 1 {
 		em.json = em.one[:]
 	} else {
@@ -128,10 +241,18 @@ func (e *Encoded) Put(gen uint64, miss Miss, msgs ...json.RawMessage) []json.Raw
 	}
 	for i, j := range msgs {
 		em.json[i] = e.keep(j)
-		e.size += len(j)
 	}
-	e.byKey[miss.key] = em
-	return em.json
+	e.held += int(unsafe.Sizeof(*em)) + jsonSize(em)
+	return em
+}
+
+// jsonSize is the bytes of em's JSON.
+func jsonSize(em *encodedMessage) int {
+	n := 0
+	for _, j := range em.json {
+		n += len(j)
+	}
+	return n
 }
 
 // keep returns a copy of j in the arena, its capacity its length (an
@@ -146,81 +267,6 @@ func (e *Encoded) keep(j json.RawMessage) json.RawMessage {
 	n := len(e.arena)
 	e.arena = append(e.arena, j...)
 	return e.arena[n:len(e.arena):len(e.arena)]
-}
-
-// Trim lets go of the least recently sent messages while more than
-// EncodedCap bytes are kept, down to half of it.
-func (e *Encoded) Trim() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.size <= e.limit {
-		return
-	}
-	var all []*encodedMessage
-	for _, em := range e.byKey {
-		for ; em != nil; em = em.next {
-			all = append(all, em)
-		}
-	}
-	slices.SortFunc(all, func(a, b *encodedMessage) int { return cmp.Compare(b.used, a.used) })
-	// What is kept is copied to new chunks, so that a message kept does
-	// not keep a chunk of messages let go.
-	e.byKey, e.size, e.arena = map[uint64]*encodedMessage{}, 0, nil
-	for i, em := range all {
-		n := 0
-		for _, j := range em.json {
-			n += len(j)
-		}
-		if e.size+n > e.limit/2 {
-			// What is let go is cleared: a slab kept for the messages
-			// beside it must not keep their transcript and JSON.
-			for _, gone := range all[i:] {
-				*gone = encodedMessage{}
-			}
-			break
-		}
-		for i, j := range em.json {
-			em.json[i] = e.keep(j)
-		}
-		k := e.key(em.msg, em.variant)
-		em.next = e.byKey[k]
-		e.byKey[k] = em
-		e.size += n
-	}
-}
-
-// key hashes everything of m that its JSON depends on: each field that is
-// not empty in one maphash.String or maphash.Bytes call, mixed with the
-// field's place. Hashing the fields through one streaming maphash.Hash
-// was most of what a request of a 500-turn transcript cost when every
-// message was kept (BenchmarkEncodeLongTranscript/kept).
-func (e *Encoded) key(m Message, variant uint8) uint64 {
-	k := mix(uint64(variant)+1, maphash.String(e.seed, m.Role))
-	for _, b := range m.Blocks {
-		k = mix(k, 0)
-		for i, s := range [...]string{b.Type, b.Text, b.ID, b.Name, b.ToolUseID, b.Signature} {
-			if s != "" {
-				k = mix(k, uint64(i+1)<<56^maphash.String(e.seed, s))
-			}
-		}
-		if len(b.Input) > 0 {
-			k = mix(k, 7<<56^maphash.Bytes(e.seed, b.Input))
-		}
-		if b.IsError {
-			k = mix(k, 8<<56)
-		}
-		for _, im := range b.Images {
-			k = mix(k, 9<<56^maphash.String(e.seed, im.MediaType))
-			k = mix(k, 10<<56^maphash.Bytes(e.seed, im.Data))
-		}
-	}
-	return k
-}
-
-// mix folds v into the running key k.
-func mix(k, v uint64) uint64 {
-	k = (k ^ v) * 0x9e3779b97f4a7c15
-	return k ^ k>>29
 }
 
 // sameMessage reports whether a and b are the same message, field by field

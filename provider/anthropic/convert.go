@@ -156,14 +156,13 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 	if p.cache {
 		last, before = marked(in)
 	}
-	gen := p.encoded.Begin(len(in))
+	r := p.encoded.Begin(in)
 	out := make([]json.RawMessage, 0, len(in))
 	var buf []byte // each missed message is encoded here, then kept (a copy)
 	for i, m := range in {
 		mark := i == last || i == before
 		variant := encoding(thinking, mark)
-		raws, miss, ok := p.encoded.Get(gen, m, variant)
-		if ok {
+		if raws, ok := r.Get(variant); ok {
 			out = append(out, raws...)
 			continue
 		}
@@ -172,13 +171,13 @@ func (p *Provider) messages(in []provider.Message, thinking bool) ([]json.RawMes
 			return nil, err
 		}
 		if !ok {
-			p.encoded.Put(gen, miss)
+			r.Put(variant)
 			continue
 		}
 		buf = raw
-		out = append(out, p.encoded.Put(gen, miss, raw)...)
+		out = append(out, r.Put(variant, raw)...)
 	}
-	p.encoded.Trim()
+	r.Done()
 	return out, nil
 }
 

@@ -169,14 +169,14 @@ func (p *Provider) messages(system string, in []provider.Message) ([]json.RawMes
 		out = append(out, raw)
 	}
 	prompt := lastPrompt(in)
-	gen := p.encoded.Begin(len(in))
+	r := p.encoded.Begin(in)
 	for i, m := range in {
 		reasoning := i > prompt && reasoningText(m) != ""
 		var variant uint8
 		if reasoning {
 			variant = 1
 		}
-		raws, miss, ok := p.encoded.Get(gen, m, variant)
+		raws, ok := r.Get(variant)
 		if !ok {
 			msgs, err := message(i, m, reasoning)
 			if err != nil {
@@ -188,11 +188,11 @@ func (p *Provider) messages(system string, in []provider.Message) ([]json.RawMes
 					return nil, fmt.Errorf("openai: message %d: %w", i+1, err)
 				}
 			}
-			raws = p.encoded.Put(gen, miss, raws...)
+			raws = r.Put(variant, raws...)
 		}
 		out = append(out, raws...)
 	}
-	p.encoded.Trim()
+	r.Done()
 	return out, nil
 }
 
