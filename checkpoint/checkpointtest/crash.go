@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,6 +150,9 @@ func checkAfterCrash(ctx context.Context, b Backend, loc, id string, known map[s
 			return 0, fmt.Errorf("event %d differs from what the child appended (sha256 %s, want %s)", seq, got, sum)
 		}
 	}
+	if err := searchAcked(ctx, c, id, log, acked); err != nil {
+		return 0, err
+	}
 	digests := make([]string, 0, len(log)+1)
 	for _, e := range log {
 		if err := decodes(e); err != nil {
@@ -171,6 +176,42 @@ func checkAfterCrash(ctx context.Context, b Backend, loc, id string, known map[s
 		return 0, fmt.Errorf("close: %w", err)
 	}
 	return len(acked), nil
+}
+
+// searchAcked checks that a search finds the first and the last prompt the
+// killed child was told it appended, by the tag their text starts with: a
+// store whose index trails its logs must catch up on what a killed process
+// left unindexed. A store without an index of its own (no
+// checkpoint.Searcher) is searched by reading the logs, which the checks
+// before this one cover.
+func searchAcked(ctx context.Context, c checkpoint.Checkpointer, id string, log []session.Event, acked map[int64]string) error {
+	if _, ok := c.(checkpoint.Searcher); !ok {
+		return nil
+	}
+	first, last := int64(math.MaxInt64), int64(0)
+	for seq := range acked {
+		if log[seq-1].Type == session.TypeUserPrompt {
+			first, last = min(first, seq), max(last, seq)
+		}
+	}
+	if last == 0 {
+		return nil
+	}
+	for _, seq := range []int64{first, last} {
+		var p session.UserPrompt
+		if err := log[seq-1].Decode(&p); err != nil {
+			return fmt.Errorf("event %d: %w", seq, err)
+		}
+		tag, _, _ := strings.Cut(p.Text, " ")
+		hits, err := checkpoint.Search(ctx, c, tag, checkpoint.SearchOptions{Limit: 100})
+		if err != nil {
+			return fmt.Errorf("search for %q after the kill: %w", tag, err)
+		}
+		if !slices.ContainsFunc(hits, func(h checkpoint.Hit) bool { return h.Session == id && h.Seq == seq }) {
+			return fmt.Errorf("a search for %q after the kill does not find event %d, which the child was told it appended (%d hits)", tag, seq, len(hits))
+		}
+	}
+	return nil
 }
 
 // sameDigests checks that log starts with events of the given digests.

@@ -135,8 +135,15 @@
 // search.go): a contentless FTS5 table search holding each searchable
 // event's words under the event's key as rowid, search_meta holding its
 // version, search_words every word it holds (the vocabulary a query's
-// trailing prefix is spelled out from), and search_vocab, an fts5vocab
-// view of it for databases written before search_words.
+// trailing prefix is spelled out from), search_vocab, an fts5vocab view of
+// it for databases written before search_words, and search_pending, the
+// sessions whose latest events are not indexed yet. An Append writes no
+// index rows: it marks its session in search_pending, and the marked
+// events are indexed in a transaction of their own, without an fsync, by
+// the next Search (of any process), by Close, and by a store that has
+// appended 256 events since it last did (pending.go). Search never
+// answers from an index that is behind: a read-only store that finds
+// marks reads the marked events beside the index.
 //
 // # Integrity
 //

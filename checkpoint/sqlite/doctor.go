@@ -268,6 +268,9 @@ func (s *Store) checkOne(ctx context.Context, c *conn, l *doctorLog, repair, reb
 				if err := s.indexEvents(c, l.n, fold.Kind, l.good); err != nil {
 					return nil, err
 				}
+				if _, err := c.exec(ctx, stmtPendingDrop, l.n); err != nil && !noPendingTable(err) {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -280,8 +283,21 @@ func (s *Store) checkOne(ctx context.Context, c *conn, l *doctorLog, repair, reb
 }
 
 // indexDiffers reports whether the index rows of l's session differ from
-// the ones its verified events give (checkpoint.IndexRowsDiffer).
+// the ones its verified events give (checkpoint.IndexRowsDiffer). Of a
+// session marked as not yet indexed (pending.go), the events after its
+// mark, which may or may not have rows yet, are left out on both sides.
 func (s *Store) indexDiffers(ctx context.Context, c *conn, l *doctorLog, kind string) (bool, error) {
+	events := l.good
+	after, marked, err := pendingAfter(ctx, c, l.n)
+	if err != nil {
+		return false, err
+	}
+	head := int64(len(l.good)) // the verified events are seqs 1 to len
+	if marked {
+		for len(events) > 0 && events[len(events)-1].Seq > after {
+			events = events[:len(events)-1]
+		}
+	}
 	rows, err := c.query(ctx, stmtIndexRowids, eventKey(l.n, 0), eventKey(l.n, maxSeq))
 	if err != nil {
 		return false, err
@@ -292,12 +308,14 @@ func (s *Store) indexDiffers(ctx context.Context, c *conn, l *doctorLog, kind st
 	for {
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
-				return checkpoint.IndexRowsDiffer(kind, l.good, seqs), nil
+				return checkpoint.IndexRowsDiffer(kind, events, seqs), nil
 			}
 			return false, err
 		}
 		k, _ := dest[0].(int64)
-		seqs = append(seqs, k&maxSeq)
+		if seq := k & maxSeq; !marked || seq <= after || seq > head {
+			seqs = append(seqs, seq)
+		}
 	}
 }
 

@@ -122,6 +122,7 @@ type dbState struct {
 	app, ver                   int64
 	tables                     bool // any table at all
 	search, meta, vocab, words bool // search, search_meta, search_vocab, search_words
+	pending                    bool // search_pending
 }
 
 // state reads the database's dbState, waiting while another connection
@@ -165,6 +166,8 @@ func (s *Store) state(ctx context.Context, c *conn) (dbState, error) {
 				st.vocab = true
 			case "search_words":
 				st.words = true
+			case "search_pending":
+				st.pending = true
 			}
 		}
 	})

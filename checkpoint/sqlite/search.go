@@ -19,13 +19,14 @@ import (
 // The search index: an FTS5 table holding, for each event with search
 // text, its distinct words (checkpoint.Words) under the event's key as
 // rowid. It is contentless (the text stays in events only) and derived:
-// written in the transaction of every append, truncate and delete, built
-// from the logs when a writable Open finds it missing or of another
-// checkpoint.SearchVersion, and rebuilt by Reindex. It is not part of the
+// it trails the appends (pending.go: a Search, Close or every indexLag
+// appends index what they marked), is cut in the transaction of every
+// truncate and delete, built from the logs when a writable Open finds it
+// missing or of another checkpoint.SearchVersion, and rebuilt by Reindex. It is not part of the
 // versioned schema, so a database without it is still readable: Search then
 // scans the logs. Beside it, search_words holds every word the index holds
 // (and perhaps words of events since deleted), written in the same
-// transactions: the vocabulary match spells prefixes out from.
+// transactions as its rows: the vocabulary match spells prefixes out from.
 
 var (
 	_ checkpoint.Searcher  = (*Store)(nil)
@@ -37,7 +38,8 @@ const (
 	stmtIndexTables = `CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(words, content='', contentless_delete=1, tokenize='ascii');
 		CREATE TABLE IF NOT EXISTS search_meta (version INTEGER NOT NULL);
 		CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row);
-		CREATE TABLE IF NOT EXISTS search_words (word TEXT NOT NULL PRIMARY KEY) WITHOUT ROWID`
+		CREATE TABLE IF NOT EXISTS search_words (word TEXT NOT NULL PRIMARY KEY) WITHOUT ROWID;
+		` + stmtPendingTable
 	// stmtVocab creates the index's vocabulary table (the words it holds,
 	// in order), which stores nothing of its own.
 	stmtVocab = `CREATE VIRTUAL TABLE IF NOT EXISTS search_vocab USING fts5vocab(search, row)`
@@ -53,7 +55,7 @@ const (
 	stmtMetaVersion  = `SELECT max(version) FROM search_meta`
 	stmtIndexInsert  = `INSERT OR REPLACE INTO search (rowid, words) VALUES (?, ?)`
 	stmtIndexDrop    = `DELETE FROM search WHERE rowid > ? AND rowid <= ?`
-	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta; DELETE FROM search_words`
+	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta; DELETE FROM search_words; DELETE FROM search_pending`
 	stmtIndexAll     = `SELECT e.key, e.type, e.data FROM events e JOIN sessions s ON s.n = e.key >> 32
 		WHERE e.key > ? AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled') ORDER BY e.key LIMIT 1000`
 	stmtIndexStamp = `INSERT INTO search_meta (version) VALUES (?)`
@@ -243,6 +245,11 @@ func (s *Store) ensureIndex(ctx context.Context, c *conn, st dbState) error {
 			return err
 		}
 		if v, _ := dest[0].(int64); v == checkpoint.SearchVersion {
+			if !st.pending {
+				if _, err := c.exec(ctx, stmtPendingTable); err != nil {
+					return err
+				}
+			}
 			if st.vocab && st.words {
 				return nil
 			}
@@ -349,9 +356,10 @@ func (s *Store) Reindex(ctx context.Context) error {
 	return nil
 }
 
-// Search implements checkpoint.Searcher with one FTS5 query. A database
-// whose index is missing or stale (opened read-only before any writable
-// Open built it) is searched by checkpoint.Scan instead.
+// Search implements checkpoint.Searcher with one FTS5 query, after the
+// index has caught up with the appends (pending.go). A database whose
+// index is missing or stale (opened read-only before any writable Open
+// built it) is searched by checkpoint.Scan instead.
 func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.SearchOptions) ([]checkpoint.Hit, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -374,6 +382,21 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 		}
 		if stale = !exists || v != checkpoint.SearchVersion; stale {
 			return nil
+		}
+		// Events appended since the index last caught up (pending.go): a
+		// writable store indexes them first; a read-only one cannot, and
+		// reads them beside the index.
+		if s.readOnly {
+			marked, err := pendingAny(ctx, c)
+			if err != nil {
+				return err
+			}
+			if marked {
+				hits, err = s.searchTrailing(ctx, c, q, opts)
+				return err
+			}
+		} else if err := s.indexPending(ctx, c); err != nil {
+			return err
 		}
 		hits, err = s.query(ctx, c, q, opts)
 		return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -95,6 +96,12 @@ type Store struct {
 	// version 1, whose events carry no checksums yet: reads check seqs and
 	// heads only.
 	noChecksums bool
+
+	// unindexed counts the events this store appended since it last
+	// indexed the marked sessions (pending.go); indexing is set while a
+	// background indexing runs.
+	unindexed atomic.Int64
+	indexing  atomic.Bool
 
 	// mu is held for reading by every call in progress and for writing by
 	// Close, so that Close waits for them.
@@ -272,6 +279,15 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	var errs []error
+	if !s.readOnly && !s.memory && s.unindexed.Load() > 0 {
+		// What this store appended goes into the search index now, so that a
+		// database at rest has an index that is whole (pending.go).
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.busyTimeout, closeCheckpointWait))
+		if err := s.catchUp(ctx); err != nil && !isBusy(err) && ctx.Err() == nil {
+			errs = append(errs, fmt.Errorf("close sqlite store %s: index the last events: %w", s.path, err))
+		}
+		cancel()
+	}
 	if !s.readOnly && !s.memory && walBytes(s.path) > closeCheckpointBytes {
 		// Maintenance: move a large WAL into the database, so that a long
 		// run beside other processes (the last to close checkpoints by

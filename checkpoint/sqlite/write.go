@@ -104,7 +104,11 @@ func (s *Store) Append(ctx context.Context, id string, expectedHead int64, event
 	for i := range prepared {
 		prepared[i].Time = entry.Micro(prepared[i].Time.UnixMicro())
 	}
-	return s.submit(&request{ctx: ctx, op: opAppend, id: id, expected: expectedHead, events: prepared})
+	head, err := s.submit(&request{ctx: ctx, op: opAppend, id: id, expected: expectedHead, events: prepared})
+	if err == nil {
+		s.appended(len(prepared))
+	}
+	return head, err
 }
 
 // Truncate implements checkpoint.Checkpointer.
@@ -309,7 +313,7 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 			}
 			sum.Apply(e)
 		}
-		if err := s.indexEvents(c, n, sum.Kind, r.events); err != nil {
+		if err := markPending(c, n, sum.Kind, r.events); err != nil { // pending.go
 			return 0, nil, err
 		}
 		return sum.Head, nil, s.save(c, r.id, n, &sum)
@@ -334,6 +338,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 		if err := s.unindex(c, n, r.keep); err != nil {
 			return 0, nil, err
 		}
+		if _, err := c.exec(bg, stmtPendingTruncate, n, r.keep); err != nil && !noPendingTable(err) {
+			return 0, nil, err
+		}
 		sum, err := s.refold(c, r.id, n, r.keep)
 		if err != nil {
 			return 0, nil, err
@@ -351,6 +358,9 @@ func (s *Store) apply(c *conn, r *request) (head int64, reqErr, err error) {
 			return 0, nil, err
 		}
 		if err := s.unindex(c, n, 0); err != nil {
+			return 0, nil, err
+		}
+		if _, err := c.exec(bg, stmtPendingDrop, n); err != nil && !noPendingTable(err) {
 			return 0, nil, err
 		}
 		if _, err := c.exec(bg, stmtMailDrop, r.id, "", ""); err != nil && !noMailTable(err) {

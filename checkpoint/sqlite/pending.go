@@ -1,0 +1,281 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/lite-agent/lite-agent/checkpoint"
+	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
+	"github.com/lite-agent/lite-agent/session"
+)
+
+// The search index trails the logs: an Append does not write index rows
+// in its durable transaction (FTS5 writes a new segment on every commit,
+// which took about 60% of the pages a one-event append wrote to the WAL,
+// and 40% of its time: BenchmarkAppendVsFloor). It marks the session in
+// search_pending instead, with the seq its unindexed events start after,
+// a write only when the session was not marked yet. The events are
+// indexed later in one transaction, committed with synchronous=NORMAL like
+// a fold (the index is derived; a crash before the next durable commit
+// loses the index rows and the unmarking together): by the first Search
+// that finds a mark, when the store has appended indexLag events since it
+// last did, and by Close. A crash leaves marks for whoever comes next, and
+// doctor compares a marked session's index rows only with the events
+// before its mark. A read-only store, which cannot index, answers a Search
+// from the index and from the marked events, read in one snapshot.
+
+// indexLag is how many events a Store appends before it indexes them
+// without waiting for a Search or Close.
+var indexLag int64 = 256
+
+// Statements of the pending marks.
+const (
+	stmtPendingTable = `CREATE TABLE IF NOT EXISTS search_pending (
+		n     INTEGER PRIMARY KEY,  -- the session's number
+		after INTEGER NOT NULL      -- its events after this seq may be missing from the index
+	)`
+	// stmtPendingMark marks session ?1 as unindexed after seq ?2, or lowers
+	// its mark to ?2; a mark already as low is not written again.
+	stmtPendingMark = `INSERT INTO search_pending (n, after) VALUES (?1, ?2)
+		ON CONFLICT (n) DO UPDATE SET after = excluded.after WHERE excluded.after < search_pending.after`
+	// stmtPendingTruncate lowers session ?1's mark to ?2 when its log is cut
+	// to seq ?2: the seqs after it will be new events.
+	stmtPendingTruncate = `UPDATE search_pending SET after = ?2 WHERE n = ?1 AND after > ?2`
+	stmtPendingDrop     = `DELETE FROM search_pending WHERE n = ?`
+	stmtPendingClear    = `DELETE FROM search_pending`
+	stmtPendingAny      = `SELECT EXISTS (SELECT 1 FROM search_pending)`
+	stmtPendingAfter    = `SELECT after FROM search_pending WHERE n = ?`
+	// stmtPendingEvents lists the searchable events of marked conversations
+	// after key ?1, a page at a time.
+	stmtPendingEvents = `SELECT e.key, e.type, e.data FROM search_pending p JOIN sessions s ON s.n = p.n
+		JOIN events e ON e.key > (p.n << 32) + p.after AND e.key <= (p.n << 32) + 4294967295
+		WHERE e.key > ?1 AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')
+		ORDER BY e.key LIMIT 1000`
+)
+
+// stmtPendingSearch lists the searchable events of the marked
+// conversations after their marks, in namespace ?1 ("": any), as
+// stmtSearch's rows.
+const stmtPendingSearch = `SELECT s.id, e.key & 4294967295, e.type, e.time, e.data FROM search_pending p JOIN sessions s ON s.n = p.n
+	JOIN events e ON e.key > (p.n << 32) + p.after AND e.key <= (p.n << 32) + 4294967295
+	WHERE s.kind = '' AND (?1 = '' OR s.namespace = ?1) AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')`
+
+// markPending marks the events of session number n, of kind kind, from
+// the first of events on, as not yet indexed, inside the caller's
+// transaction. Nothing is marked for events no index row would hold.
+func markPending(c *conn, n int64, kind string, events []session.Event) error {
+	if kind != "" {
+		return nil
+	}
+	for _, e := range events {
+		if !session.Searchable(e.Type) {
+			continue
+		}
+		bg := context.Background()
+		_, err := c.exec(bg, stmtPendingMark, n, e.Seq-1)
+		if noPendingTable(err) {
+			// Dropped by hand, or never made by an older build's rebuild:
+			// make it rather than fail the append.
+			if _, err = c.exec(bg, stmtPendingTable); err == nil {
+				_, err = c.exec(bg, stmtPendingMark, n, e.Seq-1)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// noPendingTable reports whether err is SQLite's for a missing
+// search_pending table.
+func noPendingTable(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no such table: search_pending")
+}
+
+// pendingAny reports whether any session is marked; a database without
+// marks table has none.
+func pendingAny(ctx context.Context, c *conn) (bool, error) {
+	dest := make([]driver.Value, 1)
+	if _, err := c.row(ctx, dest, stmtPendingAny); err != nil {
+		if noPendingTable(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return dest[0] == int64(1), nil
+}
+
+// pendingAfter returns the seq after which session number n's events may
+// be unindexed, and whether it is marked at all.
+func pendingAfter(ctx context.Context, c *conn, n int64) (int64, bool, error) {
+	dest := make([]driver.Value, 1)
+	found, err := c.row(ctx, dest, stmtPendingAfter, n)
+	if err != nil {
+		if noPendingTable(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	after, _ := dest[0].(int64)
+	return after, found, nil
+}
+
+// indexPending indexes every marked session's unindexed events and clears
+// the marks, in one transaction of its own committed with
+// synchronous=NORMAL. It does nothing when no session is marked.
+func (s *Store) indexPending(ctx context.Context, c *conn) (err error) {
+	if marked, err := pendingAny(ctx, c); err != nil || !marked {
+		return err
+	}
+	bg := context.Background()
+	if _, err := c.exec(bg, "PRAGMA synchronous = NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, serr := c.exec(bg, "PRAGMA synchronous = FULL"); serr != nil {
+			c.broken = true // never hand on a connection that does not sync
+			err = errors.Join(err, serr)
+		}
+	}()
+	return s.inTx(ctx, c, func() error { return s.indexMarked(c) })
+}
+
+// indexMarked indexes the marked sessions' events after their marks and
+// clears the marks, inside the caller's transaction.
+func (s *Store) indexMarked(c *conn) error {
+	bg := context.Background()
+	type row struct {
+		key   int64
+		words string
+	}
+	seen := make(map[string]bool)
+	dest := make([]driver.Value, 3)
+	for after := int64(-1); ; {
+		rows, err := c.query(bg, stmtPendingEvents, after)
+		if err != nil {
+			return err
+		}
+		var batch []row
+		for {
+			if err := rows.Next(dest); err != nil {
+				rows.Close()
+				if !errors.Is(err, io.EOF) {
+					return err
+				}
+				break
+			}
+			key, _ := dest[0].(int64)
+			e := session.Event{Type: session.Type(asString(dest[1])), Data: []byte(asString(dest[2]))}
+			batch = append(batch, row{key, indexWords(e)})
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, r := range batch {
+			if err := s.indexRow(c, seen, r.key, r.words); err != nil {
+				return err
+			}
+		}
+		after = batch[len(batch)-1].key
+	}
+	_, err := c.exec(bg, stmtPendingClear)
+	return err
+}
+
+// appended counts n events this store appended and, once indexLag of them
+// wait for the index, indexes them in the background. The caller holds
+// s.mu for reading.
+func (s *Store) appended(n int) {
+	if s.unindexed.Add(int64(n)) < indexLag || !s.indexing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.indexing.Store(false)
+		if err := s.enter(); err != nil {
+			return // closed: Close indexes what is left
+		}
+		defer s.mu.RUnlock()
+		s.catchUp(context.Background())
+	}()
+}
+
+// catchUp indexes the marked sessions on a connection of the pool. A
+// failure is not the caller's: the marks stay for the next try, and a
+// Search that finds them tries again.
+func (s *Store) catchUp(ctx context.Context) error {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	left := s.unindexed.Load()
+	err = s.indexPending(ctx, c)
+	s.pool.put(c, err != nil)
+	if err == nil {
+		s.unindexed.Add(-left)
+	}
+	return err
+}
+
+// searchTrailing answers q for a store that cannot index (a read-only
+// one) while sessions are marked: the index's hits and the marked events
+// that match, read in one snapshot, newest first. An event both indexed
+// and marked (an older build indexes as it appends) is one hit.
+func (s *Store) searchTrailing(ctx context.Context, c *conn, q checkpoint.Query, opts checkpoint.SearchOptions) ([]checkpoint.Hit, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = checkpoint.DefaultSearchLimit
+	}
+	var hits []checkpoint.Hit
+	err := s.inReadTx(c, func() error {
+		hits = hits[:0]
+		rows, err := c.query(ctx, stmtPendingSearch, opts.Namespace)
+		if err != nil {
+			return err
+		}
+		type key struct {
+			id  string
+			seq int64
+		}
+		marked := make(map[key]bool)
+		dest := make([]driver.Value, 5)
+		for {
+			if err := rows.Next(dest); err != nil {
+				rows.Close()
+				if !errors.Is(err, io.EOF) {
+					return err
+				}
+				break
+			}
+			seq, _ := dest[1].(int64)
+			us, _ := dest[3].(int64)
+			e := session.Event{Seq: seq, Type: session.Type(asString(dest[2])), Time: entry.Micro(us), Data: []byte(asString(dest[4]))}
+			if text := session.SearchText(e); q.MatchText(text) {
+				h := checkpoint.Hit{Session: asString(dest[0]), Seq: seq, Type: e.Type, Snippet: q.Snippet(text), Time: e.Time}
+				hits = append(hits, h)
+				marked[key{h.Session, h.Seq}] = true
+			}
+		}
+		indexed, err := s.query(ctx, c, q, opts)
+		if err != nil {
+			return err
+		}
+		for _, h := range indexed {
+			if !marked[key{h.Session, h.Seq}] {
+				hits = append(hits, h)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(hits, checkpoint.CompareHits)
+	return hits[:min(len(hits), limit)], nil
+}
