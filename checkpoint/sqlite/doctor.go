@@ -133,8 +133,15 @@ func (s *Store) checkAll(ctx context.Context, c *conn, repair bool, visit func(s
 			visit(l.id, l.good)
 		}
 	}
-	if repair && rebuild {
+	switch {
+	case repair && rebuild:
 		if err := s.rebuildIndex(c); err != nil {
+			return nil, err
+		}
+	case repair:
+		// Upkeep rather than a repair: the events waiting for the index
+		// (pending.go) go into it, so that a repaired store's index is whole.
+		if err := s.indexMarked(c); err != nil && !noPendingTable(err) {
 			return nil, err
 		}
 	}

@@ -22,15 +22,21 @@ import (
 // a write only when the session was not marked yet. The events are
 // indexed later in one transaction, committed with synchronous=NORMAL like
 // a fold (the index is derived; a crash before the next durable commit
-// loses the index rows and the unmarking together): by the first Search
-// that finds a mark, when the store has appended indexLag events since it
-// last did, and by Close. A crash leaves marks for whoever comes next, and
-// doctor compares a marked session's index rows only with the events
-// before its mark. A read-only store, which cannot index, answers a Search
-// from the index and from the marked events, read in one snapshot.
+// loses the index rows and the unmarking together): by the first writable
+// Search that finds a mark, when the store has appended indexLag events
+// since it last did, and by Close once indexLag events are marked in all.
+// A one-shot process's turn (four appends) therefore leaves its events to
+// a later process, most of the time, and spends nothing on the index;
+// what waits is bounded by indexLag per process that appended it.
+//
+// A crash leaves marks for whoever comes next. A read-only store, which
+// cannot index, answers a Search from the index and from the marked
+// events, read in one snapshot; doctor compares a marked session's index
+// rows only with the events before its mark.
 
 // indexLag is how many events a Store appends before it indexes them
-// without waiting for a Search or Close.
+// without waiting for a Search, and how many marked events make Close
+// index them.
 var indexLag int64 = 256
 
 // Statements of the pending marks.
@@ -49,46 +55,47 @@ const (
 	stmtPendingDrop     = `DELETE FROM search_pending WHERE n = ?`
 	stmtPendingClear    = `DELETE FROM search_pending`
 	stmtPendingAny      = `SELECT EXISTS (SELECT 1 FROM search_pending)`
-	stmtPendingAfter    = `SELECT after FROM search_pending WHERE n = ?`
+	// stmtPendingCount counts the events after the marks (searchable or
+	// not: an estimate of the work left).
+	stmtPendingCount = `SELECT coalesce(sum(s.head - p.after), 0) FROM search_pending p CROSS JOIN sessions s ON s.n = p.n`
+	stmtPendingAfter = `SELECT after FROM search_pending WHERE n = ?`
 	// stmtPendingEvents lists the searchable events of marked conversations
-	// after key ?1, a page at a time.
-	stmtPendingEvents = `SELECT e.key, e.type, e.data FROM search_pending p JOIN sessions s ON s.n = p.n
-		JOIN events e ON e.key > (p.n << 32) + p.after AND e.key <= (p.n << 32) + 4294967295
-		WHERE e.key > ?1 AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')
-		ORDER BY e.key LIMIT 1000`
+	// after key ?1, a page at a time. The joins are in this order (CROSS
+	// JOIN), the marks first, and each session's events are one range of
+	// keys, so the few marked events are read without a scan of the
+	// sessions or a sort (TestQueryPlans); a key's high bits are its
+	// session's number, so (p.n, e.key) is e.key's order.
+	stmtPendingEvents = `SELECT e.key, e.type, e.data FROM search_pending p CROSS JOIN sessions s ON s.n = p.n
+		CROSS JOIN events e ON e.key > max(?1, (p.n << 32) + p.after) AND e.key <= (p.n << 32) + 4294967295
+		WHERE p.n >= ?1 >> 32 AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')
+		ORDER BY p.n, e.key LIMIT 1000`
 )
 
 // stmtPendingSearch lists the searchable events of the marked
 // conversations after their marks, in namespace ?1 ("": any), as
-// stmtSearch's rows.
-const stmtPendingSearch = `SELECT s.id, e.key & 4294967295, e.type, e.time, e.data FROM search_pending p JOIN sessions s ON s.n = p.n
-	JOIN events e ON e.key > (p.n << 32) + p.after AND e.key <= (p.n << 32) + 4294967295
+// stmtSearch's rows, read as stmtPendingEvents reads them.
+const stmtPendingSearch = `SELECT s.id, e.key & 4294967295, e.type, e.time, e.data FROM search_pending p CROSS JOIN sessions s ON s.n = p.n
+	CROSS JOIN events e ON e.key > (p.n << 32) + p.after AND e.key <= (p.n << 32) + 4294967295
 	WHERE s.kind = '' AND (?1 = '' OR s.namespace = ?1) AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')`
 
 // markPending marks the events of session number n, of kind kind, from
 // the first of events on, as not yet indexed, inside the caller's
 // transaction. Nothing is marked for events no index row would hold.
 func markPending(c *conn, n int64, kind string, events []session.Event) error {
-	if kind != "" {
+	first := slices.IndexFunc(events, func(e session.Event) bool { return session.Searchable(e.Type) })
+	if kind != "" || first < 0 {
 		return nil
 	}
-	for _, e := range events {
-		if !session.Searchable(e.Type) {
-			continue
+	bg, after := context.Background(), events[first].Seq-1
+	_, err := c.exec(bg, stmtPendingMark, n, after)
+	if noPendingTable(err) {
+		// Dropped by hand: make it again rather than fail the append.
+		if _, err = c.exec(bg, stmtPendingTable); err == nil {
+			_, err = c.exec(bg, stmtPendingMark, n, after)
 		}
-		bg := context.Background()
-		_, err := c.exec(bg, stmtPendingMark, n, e.Seq-1)
-		if noPendingTable(err) {
-			// Dropped by hand, or never made by an older build's rebuild:
-			// make it rather than fail the append.
-			if _, err = c.exec(bg, stmtPendingTable); err == nil {
-				_, err = c.exec(bg, stmtPendingMark, n, e.Seq-1)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("index: %w", err)
-		}
-		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
 	}
 	return nil
 }
@@ -150,42 +157,10 @@ func (s *Store) indexPending(ctx context.Context, c *conn) (err error) {
 // indexMarked indexes the marked sessions' events after their marks and
 // clears the marks, inside the caller's transaction.
 func (s *Store) indexMarked(c *conn) error {
-	bg := context.Background()
-	type row struct {
-		key   int64
-		words string
+	if err := s.indexPages(c, stmtPendingEvents); err != nil {
+		return err
 	}
-	seen := make(map[string]bool)
-	dest := make([]driver.Value, 3)
-	for after := int64(-1); ; {
-		rows, err := c.query(bg, stmtPendingEvents, after)
-		if err != nil {
-			return err
-		}
-		var batch []row
-		for {
-			if err := rows.Next(dest); err != nil {
-				rows.Close()
-				if !errors.Is(err, io.EOF) {
-					return err
-				}
-				break
-			}
-			key, _ := dest[0].(int64)
-			e := session.Event{Type: session.Type(asString(dest[1])), Data: []byte(asString(dest[2]))}
-			batch = append(batch, row{key, indexWords(e)})
-		}
-		if len(batch) == 0 {
-			break
-		}
-		for _, r := range batch {
-			if err := s.indexRow(c, seen, r.key, r.words); err != nil {
-				return err
-			}
-		}
-		after = batch[len(batch)-1].key
-	}
-	_, err := c.exec(bg, stmtPendingClear)
+	_, err := c.exec(context.Background(), stmtPendingClear)
 	return err
 }
 
@@ -210,12 +185,31 @@ func (s *Store) appended(n int) {
 // failure is not the caller's: the marks stay for the next try, and a
 // Search that finds them tries again.
 func (s *Store) catchUp(ctx context.Context) error {
+	return s.catchUpPast(ctx, 0)
+}
+
+// catchUpPast is catchUp when at least least events are marked in the
+// database, whichever processes appended them, and a no-op otherwise.
+func (s *Store) catchUpPast(ctx context.Context, least int64) error {
 	c, err := s.conn(ctx)
 	if err != nil {
 		return err
 	}
 	left := s.unindexed.Load()
-	err = s.indexPending(ctx, c)
+	if least > 0 {
+		dest := make([]driver.Value, 1)
+		if _, err = c.row(ctx, dest, stmtPendingCount); err == nil {
+			if n, _ := dest[0].(int64); n < least {
+				s.pool.put(c, false)
+				return nil
+			}
+		} else if noPendingTable(err) {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = s.indexPending(ctx, c)
+	}
 	s.pool.put(c, err != nil)
 	if err == nil {
 		s.unindexed.Add(-left)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -97,25 +98,40 @@ func TestIndexTrailsAppends(t *testing.T) {
 	}
 }
 
-// TestCloseIndexes: Close indexes what the store appended, so a database
-// at rest has a whole index and no marks.
+// TestCloseIndexes: Close leaves fewer than indexLag marked events to a
+// later process, and indexes them once that many are marked, whichever
+// stores appended them, so that a database at rest is at most indexLag
+// events behind.
 func TestCloseIndexes(t *testing.T) {
+	defer func(n int64) { indexLag = n }(indexLag)
+	indexLag = 5
 	path := filepath.Join(t.TempDir(), "s.db")
-	s, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
+	marked := func(events ...session.Event) (rows, marks int64) {
+		t.Helper()
+		s, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := s.Head(t.Context(), "s")
+		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatal(err)
+		}
+		mustAppend(t, s, "s", head.Head, events...)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ro, err := Open(path, &Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		return count(t, ro, `SELECT count(*) FROM search`), count(t, ro, `SELECT count(*) FROM search_pending`)
 	}
-	mustAppend(t, s, "s", 0, started("s"), prompt("alpha"), prompt("beta"))
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	if rows, marks := marked(started("s"), prompt("alpha"), prompt("beta")); rows != 0 || marks != 1 {
+		t.Errorf("after Close with 3 events marked: %d index rows and %d marks, want 0 and 1", rows, marks)
 	}
-	ro, err := Open(path, &Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	if rows, marks := count(t, ro, `SELECT count(*) FROM search`), count(t, ro, `SELECT count(*) FROM search_pending`); rows != 2 || marks != 0 {
-		t.Errorf("after Close: %d index rows and %d marks, want 2 and 0", rows, marks)
+	if rows, marks := marked(prompt("gamma"), prompt("delta"), prompt("epsilon")); rows != 5 || marks != 0 {
+		t.Errorf("after Close with 5 events marked: %d index rows and %d marks, want 5 and 0", rows, marks)
 	}
 }
 
@@ -131,6 +147,9 @@ func TestMarksLeftByACrash(t *testing.T) {
 	}
 	mustAppend(t, s, "s", 0, started("s"), prompt("alpha common"), prompt("beta common"), prompt("gamma common"))
 	mustAppend(t, s, "other", 0, session.MustNew(session.TypeSessionStarted, session.SessionStarted{ID: "other", Namespace: "elsewhere"}), prompt("beta common"))
+	if err := s.catchUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +218,20 @@ func TestTruncateLowersTheMark(t *testing.T) {
 	}
 }
 
+// TestRepairIndexesTheMarks: a doctor's repair leaves no marks: what
+// waited is indexed, and the check before it reported nothing.
+func TestRepairIndexesTheMarks(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	mustAppend(t, s, "s", 0, started("s"), prompt("one"), prompt("two"))
+	found, err := s.CheckDerivedVisit(t.Context(), true, nil)
+	if err != nil || len(found) != 0 {
+		t.Fatalf("repair of a healthy store: %v, %v; want no problems", found, err)
+	}
+	if rows, marks := count(t, s, `SELECT count(*) FROM search`), count(t, s, `SELECT count(*) FROM search_pending`); rows != 2 || marks != 0 {
+		t.Errorf("after the repair: %d index rows and %d marks, want 2 and 0", rows, marks)
+	}
+}
+
 // TestDeleteDropsTheMark: deleting a marked session leaves no mark.
 func TestDeleteDropsTheMark(t *testing.T) {
 	s, _ := openTemp(t, nil)
@@ -218,7 +251,7 @@ func TestIndexesInTheBackground(t *testing.T) {
 	indexLag = 4
 	s, _ := openTemp(t, nil)
 	head := mustAppend(t, s, "s", 0, started("s"))
-	for i := range 4 {
+	for i := range 3 { // the fourth event appended starts the indexing
 		head = mustAppend(t, s, "s", head, prompt(fmt.Sprint("word", i)))
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -226,11 +259,11 @@ func TestIndexesInTheBackground(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("after 5 appends with indexLag 4 the session is still marked 10 s later")
+			t.Fatal("after 4 events appended with indexLag 4 the session is still marked 10 s later")
 		}
 	}
-	if rows := count(t, s, `SELECT count(*) FROM search`); rows != 4 {
-		t.Errorf("%d index rows, want 4", rows)
+	if rows := count(t, s, `SELECT count(*) FROM search`); rows != 3 {
+		t.Errorf("%d index rows, want 3", rows)
 	}
 }
 

@@ -294,23 +294,35 @@ func (s *Store) rebuildIndex(c *conn) error {
 	if err := c.script(bg, stmtIndexClear); err != nil {
 		return fmt.Errorf("clear the search index: %w", err)
 	}
-	after := int64(-1)
+	if err := s.indexPages(c, stmtIndexAll); err != nil {
+		return err
+	}
+	_, err := c.exec(bg, stmtIndexStamp, int64(checkpoint.SearchVersion))
+	return err
+}
+
+// indexPages indexes the events stmt lists, inside the caller's
+// transaction: stmt takes the key to list from after (-1 first), and gives
+// a page of (key, type, data) in key order; the pages are read until one
+// is empty. A page is read whole before it is indexed.
+func (s *Store) indexPages(c *conn, stmt string) error {
+	type row struct {
+		key   int64
+		words string
+	}
+	bg := context.Background()
 	seen := make(map[string]bool)
-	for {
-		rows, err := c.query(bg, stmtIndexAll, after)
+	dest := make([]driver.Value, 3)
+	for after := int64(-1); ; {
+		rows, err := c.query(bg, stmt, after)
 		if err != nil {
 			return err
 		}
-		type row struct {
-			key   int64
-			words string
-		}
 		var batch []row
-		dest := make([]driver.Value, 3)
 		for {
 			if err := rows.Next(dest); err != nil {
+				rows.Close()
 				if !errors.Is(err, io.EOF) {
-					rows.Close()
 					return err
 				}
 				break
@@ -319,9 +331,8 @@ func (s *Store) rebuildIndex(c *conn) error {
 			e := session.Event{Type: session.Type(asString(dest[1])), Data: []byte(asString(dest[2]))}
 			batch = append(batch, row{key, indexWords(e)})
 		}
-		rows.Close()
 		if len(batch) == 0 {
-			break
+			return nil
 		}
 		for _, r := range batch {
 			if err := s.indexRow(c, seen, r.key, r.words); err != nil {
@@ -330,8 +341,6 @@ func (s *Store) rebuildIndex(c *conn) error {
 		}
 		after = batch[len(batch)-1].key
 	}
-	_, err := c.exec(bg, stmtIndexStamp, int64(checkpoint.SearchVersion))
-	return err
 }
 
 // Reindex implements checkpoint.Reindexer: it rebuilds the search index

@@ -85,6 +85,9 @@ func TestMatchSpellsOutPrefixes(t *testing.T) {
 	if _, err := s.Append(t.Context(), "s", 0, evs); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.catchUp(t.Context()); err != nil { // match reads the index
+		t.Fatal(err)
+	}
 	s.Close()
 	checkMatches(t, path, true)
 	dropWords(t, path)

@@ -280,10 +280,11 @@ func (s *Store) Close() error {
 	s.closed = true
 	var errs []error
 	if !s.readOnly && !s.memory && s.unindexed.Load() > 0 {
-		// What this store appended goes into the search index now, so that a
-		// database at rest has an index that is whole (pending.go).
+		// What waits for the search index goes into it now if it is
+		// indexLag events or more, so that a database at rest is at most that
+		// far behind (pending.go).
 		ctx, cancel := context.WithTimeout(context.Background(), min(s.busyTimeout, closeCheckpointWait))
-		if err := s.catchUp(ctx); err != nil && !isBusy(err) && ctx.Err() == nil {
+		if err := s.catchUpPast(ctx, indexLag); err != nil && !isBusy(err) && ctx.Err() == nil {
 			errs = append(errs, fmt.Errorf("close sqlite store %s: index the last events: %w", s.path, err))
 		}
 		cancel()

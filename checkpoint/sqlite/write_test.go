@@ -365,6 +365,8 @@ func TestQueryPlans(t *testing.T) {
 		{stmtDropRange, 2, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, nil},
 		{stmtSummary, 1, []string{"SEARCH sessions USING PRIMARY KEY (id=?)"}, nil},
 		{stmtNumber, 0, []string{"SEARCH sessions USING COVERING INDEX sqlite_autoindex_sessions_2"}, nil},
+		{stmtPendingEvents, 1, []string{"SEARCH p USING INTEGER PRIMARY KEY (rowid>?)", "SEARCH s USING INDEX sqlite_autoindex_sessions_2 (n=?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, []string{"TEMP B-TREE", "SCAN s"}},
+		{stmtPendingSearch, 1, []string{"SCAN p", "SEARCH s USING INDEX sqlite_autoindex_sessions_2 (n=?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, []string{"SCAN s"}},
 		{`SELECT * FROM session_events WHERE session = ?`, 1, []string{"SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}, nil},
 	}
 	for _, tc := range cases {
