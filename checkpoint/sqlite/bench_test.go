@@ -223,3 +223,56 @@ func BenchmarkAppendWords(b *testing.B) {
 	}
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
+
+// BenchmarkSearchMarked: a read-only search for a word of one event of
+// 10,000 indexed ones, in a store whose index is behind by what a Close
+// leaves at most (63 events of 1 KiB, marked, read beside the index),
+// against the same search with nothing marked.
+func BenchmarkSearchMarked(b *testing.B) {
+	ctx := b.Context()
+	text := strings.Repeat("lorem ipsum ", 100)[:1<<10]
+	e := session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: text})
+	for _, marked := range []int{0, 63} {
+		b.Run(strconv.Itoa(marked)+"-marked", func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "sessions.db")
+			s := mustOpen(b, path, nil)
+			head, err := s.Append(ctx, "bench", 0, []session.Event{startedIn("bench", "bench"),
+				session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "a needle in " + text})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for head < 10_000 {
+				if head, err = s.Append(ctx, "bench", head, slices.Repeat([]session.Event{e}, int(min(100, 10_000-head)))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := checkpoint.Search(ctx, s, "settle", checkpoint.SearchOptions{Limit: 1}); err != nil {
+				b.Fatal(err) // indexes the 10,000
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			// Another process appends the marked events and closes, leaving them.
+			s = mustOpen(b, path, nil)
+			if marked > 0 {
+				if _, err := s.Append(ctx, "bench", head, slices.Repeat([]session.Event{e}, marked)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			var waiting int
+			if err := sqlDB(b, path).QueryRow(`SELECT coalesce(sum(s.head - p.after), 0) FROM search_pending p JOIN sessions s USING (n)`).Scan(&waiting); err != nil || waiting != marked {
+				b.Fatalf("%d events wait for the index (%v), want %d", waiting, err, marked)
+			}
+			ro := mustOpen(b, path, &sqlite.Options{ReadOnly: true})
+			for b.Loop() {
+				hits, err := checkpoint.Search(ctx, ro, "needle", checkpoint.SearchOptions{})
+				if err != nil || len(hits) != 1 {
+					b.Fatalf("%d hits, %v", len(hits), err)
+				}
+			}
+		})
+	}
+}

@@ -141,10 +141,10 @@
 // index rows: it marks its session in search_pending, and the marked
 // events are indexed in a transaction of their own, without an fsync, by
 // the next writable Search (of any process), by a store that has appended
-// 256 events since it last did, and by Close once 256 events are marked
-// in all (pending.go). Search never
-// answers from an index that is behind: a read-only store that finds
-// marks reads the marked events beside the index.
+// 64 events since it last did, and by Close once 64 events are marked in
+// all (pending.go). Search never answers from an index that is behind: a
+// read-only store that finds marks reads the marked events beside the
+// index.
 //
 // # Integrity
 //
