@@ -276,3 +276,49 @@ func BenchmarkSearchMarked(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOneShotTurn is the store's part of a one-shot lite-agent
+// process's tool turn: open an existing database, append the turn's events
+// in the four appends the agent makes (prompt; answer with the call's
+// intent; receipt; final answer), close. It reports the CPU time per turn
+// (user plus system, of the whole benchmark process) beside the wall.
+func BenchmarkOneShotTurn(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "sessions.db")
+	s := mustOpen(b, path, nil)
+	head, err := s.Append(b.Context(), "turns", 0, []session.Event{startedIn("turns", "bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	turn := [][]session.Event{
+		{session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "write out.txt with hello in it"})},
+		{session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: "I will write it."}}})},
+		{session.MustNew(session.TypeToolFinished, session.ToolFinished{CallID: "c1", Tool: "write", Output: "wrote 6 bytes to out.txt"})},
+		{session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: "wrote out.txt"}}})},
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	for b.Loop() {
+		s, err := sqlite.Open(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, events := range turn {
+			if head, err = s.Append(b.Context(), "turns", head, events); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpu() - start).Microseconds())/float64(b.N), "cpu-µs/op")
+}
