@@ -320,5 +320,5 @@ func BenchmarkOneShotTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((cpu() - start).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-µs/op")
 }
