@@ -144,7 +144,8 @@
 // 64 events since it last did, and by Close once 64 events are marked in
 // all (pending.go). Search never answers from an index that is behind: a
 // read-only store that finds marks reads the marked events beside the
-// index.
+// index, and so does a writable one that cannot take the write lock within
+// 100 ms.
 //
 // # Integrity
 //

@@ -31,7 +31,8 @@ import (
 //
 // A crash leaves marks for whoever comes next. A read-only store, which
 // cannot index, answers a Search from the index and from the marked
-// events, read in one snapshot; doctor compares a marked session's index
+// events, read in one snapshot, and so does a writable one while another
+// connection keeps the write lock (catchUpWait); doctor compares a marked session's index
 // rows only with the events before its mark.
 
 // indexLag is how many events a Store appends before it indexes them

@@ -193,6 +193,33 @@ func TestMarksLeftByACrash(t *testing.T) {
 	}
 }
 
+// TestSearchBesideAWriter: a writable store's Search that finds marks while
+// another connection keeps the write lock does not wait for it (the busy
+// timeout here is a minute): it reads the marked events beside the index,
+// and indexes them on a later Search once the lock is free.
+func TestSearchBesideAWriter(t *testing.T) {
+	s, path := openTemp(t, &Options{BusyTimeout: time.Minute})
+	mustAppend(t, s, "s", 0, started("s"), prompt("alpha"), prompt("beta"))
+	release := holdWriteLock(t, path)
+	began := time.Now()
+	if got := found(t, s, "s", "beta"); fmt.Sprint(got) != "[3]" {
+		t.Errorf("search beside the writer found seqs %v, want [3]", got)
+	}
+	if waited := time.Since(began); waited > 10*time.Second {
+		t.Errorf("the search waited %v for the write lock", waited)
+	}
+	if marks := count(t, s, `SELECT count(*) FROM search_pending`); marks != 1 {
+		t.Errorf("%d marks while the lock was held, want 1", marks)
+	}
+	release()
+	if got := found(t, s, "s", "alpha"); fmt.Sprint(got) != "[2]" {
+		t.Errorf("search after the writer found seqs %v, want [2]", got)
+	}
+	if rows, marks := count(t, s, `SELECT count(*) FROM search`), count(t, s, `SELECT count(*) FROM search_pending`); rows != 2 || marks != 0 {
+		t.Errorf("after the lock was released: %d index rows and %d marks, want 2 and 0", rows, marks)
+	}
+}
+
 // TestTruncateLowersTheMark: a log cut below its mark gets the mark
 // lowered, so the events appended in place of the cut ones are indexed,
 // and the cut ones are not found.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lite-agent/lite-agent/checkpoint"
 	"github.com/lite-agent/lite-agent/checkpoint/internal/entry"
@@ -404,8 +405,19 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 				hits, err = s.searchTrailing(ctx, c, q, opts)
 				return err
 			}
-		} else if err := s.indexPending(ctx, c); err != nil {
-			return err
+		} else {
+			ictx, cancel := context.WithTimeout(ctx, min(s.busyTimeout, catchUpWait))
+			err := s.indexPending(ictx, c)
+			cancel()
+			if err != nil && ctx.Err() == nil && (ictx.Err() != nil || isBusy(err) || lockTimeout(err)) {
+				// Another connection keeps the write lock: answer without
+				// indexing, as a read-only store does.
+				hits, err = s.searchTrailing(ctx, c, q, opts)
+				return err
+			}
+			if err != nil {
+				return err
+			}
 		}
 		hits, err = s.query(ctx, c, q, opts)
 		return err
@@ -420,6 +432,11 @@ func (s *Store) Search(ctx context.Context, q checkpoint.Query, opts checkpoint.
 	}
 	return hits, nil
 }
+
+// catchUpWait bounds how long a Search waits for the write lock to index
+// the marked events (pending.go) before it reads them beside the index
+// instead: a search does not wait on a long write of another process.
+const catchUpWait = 100 * time.Millisecond
 
 // manyMatches is how many matching events make query switch from sorting
 // every match by time to reading sessions newest first: sorting costs
