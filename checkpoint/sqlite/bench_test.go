@@ -68,21 +68,7 @@ func BenchmarkRead10k(b *testing.B) {
 	s := mustOpen(b, filepath.Join(b.TempDir(), "sessions.db"), nil)
 	ctx := b.Context()
 	text := strings.Repeat("lorem ipsum ", 100)[:1<<10]
-	e := session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: text}}})
-	head, err := s.Append(ctx, "bench", 0, []session.Event{startedIn("bench", "bench")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for head < 10_000 {
-		if head, err = s.Append(ctx, "bench", head, slices.Repeat([]session.Event{e}, int(min(100, 10_000-head)))); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// The index trails the appends; a search waits for it, so that it is
-	// not indexing during the timed loop.
-	if _, err := checkpoint.Search(ctx, s, "settle", checkpoint.SearchOptions{Limit: 1}); err != nil {
-		b.Fatal(err)
-	}
+	fill10k(b, s, session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: text}}}))
 	for b.Loop() {
 		n := 0
 		for _, err := range s.Read(ctx, "bench", 1) {
@@ -95,6 +81,28 @@ func BenchmarkRead10k(b *testing.B) {
 			b.Fatalf("read %d events", n)
 		}
 	}
+}
+
+// fill10k appends session "bench" of 10,000 events, first then e
+// repeated, 100 per append, and waits for the search index (which trails
+// the appends) to hold them, so that it is not indexing while a benchmark
+// is timed. It returns the head.
+func fill10k(b *testing.B, s *sqlite.Store, e session.Event, first ...session.Event) int64 {
+	b.Helper()
+	ctx := b.Context()
+	head, err := s.Append(ctx, "bench", 0, append([]session.Event{startedIn("bench", "bench")}, first...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for head < 10_000 {
+		if head, err = s.Append(ctx, "bench", head, slices.Repeat([]session.Event{e}, int(min(100, 10_000-head)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := checkpoint.Search(ctx, s, "settle", checkpoint.SearchOptions{Limit: 1}); err != nil {
+		b.Fatal(err)
+	}
+	return head
 }
 
 // BenchmarkGroupCommit alternates rounds of appends from one goroutine and
@@ -236,19 +244,7 @@ func BenchmarkSearchMarked(b *testing.B) {
 		b.Run(strconv.Itoa(marked)+"-marked", func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "sessions.db")
 			s := mustOpen(b, path, nil)
-			head, err := s.Append(ctx, "bench", 0, []session.Event{startedIn("bench", "bench"),
-				session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "a needle in " + text})})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for head < 10_000 {
-				if head, err = s.Append(ctx, "bench", head, slices.Repeat([]session.Event{e}, int(min(100, 10_000-head)))); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := checkpoint.Search(ctx, s, "settle", checkpoint.SearchOptions{Limit: 1}); err != nil {
-				b.Fatal(err) // indexes the 10,000
-			}
+			head := fill10k(b, s, e, session.MustNew(session.TypeUserPrompt, session.UserPrompt{Text: "a needle in " + text}))
 			if err := s.Close(); err != nil {
 				b.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -236,24 +235,13 @@ func (s *Store) searchTrailing(ctx context.Context, c *conn, q checkpoint.Query,
 	var hits []checkpoint.Hit
 	err := s.inReadTx(c, func() error {
 		hits = hits[:0]
-		rows, err := c.query(ctx, stmtPendingSearch, opts.Namespace)
-		if err != nil {
-			return err
-		}
 		type key struct {
 			id  string
 			seq int64
 		}
 		marked := make(map[key]bool)
 		dest := make([]driver.Value, 5)
-		for {
-			if err := rows.Next(dest); err != nil {
-				rows.Close()
-				if !errors.Is(err, io.EOF) {
-					return err
-				}
-				break
-			}
+		err := c.each(ctx, dest, func() error {
 			seq, _ := dest[1].(int64)
 			us, _ := dest[3].(int64)
 			e := session.Event{Seq: seq, Type: session.Type(asString(dest[2])), Time: entry.Micro(us), Data: []byte(asString(dest[4]))}
@@ -262,6 +250,10 @@ func (s *Store) searchTrailing(ctx context.Context, c *conn, q checkpoint.Query,
 				hits = append(hits, h)
 				marked[key{h.Session, h.Seq}] = true
 			}
+			return nil
+		}, stmtPendingSearch, opts.Namespace)
+		if err != nil {
+			return err
 		}
 		indexed, err := s.query(ctx, c, q, opts)
 		if err != nil {

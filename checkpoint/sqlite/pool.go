@@ -71,6 +71,27 @@ func (c *conn) query(ctx context.Context, query string, args ...driver.Value) (d
 	return st.(driver.StmtQueryContext).QueryContext(ctx, named(args))
 }
 
+// each runs a query and calls f once for each of its rows, held in dest,
+// until the rows end or f fails; the rows are closed before it returns.
+func (c *conn) each(ctx context.Context, dest []driver.Value, f func() error, query string, args ...driver.Value) error {
+	rows, err := c.query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for {
+		if err := rows.Next(dest); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if err := f(); err != nil {
+			return err
+		}
+	}
+}
+
 // row runs a query expected to return at most one row and stores its
 // columns in dest. found is false when there was no row.
 func (c *conn) row(ctx context.Context, dest []driver.Value, query string, args ...driver.Value) (found bool, err error) {

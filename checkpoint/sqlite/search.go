@@ -315,22 +315,15 @@ func (s *Store) indexPages(c *conn, stmt string) error {
 	seen := make(map[string]bool)
 	dest := make([]driver.Value, 3)
 	for after := int64(-1); ; {
-		rows, err := c.query(bg, stmt, after)
-		if err != nil {
-			return err
-		}
 		var batch []row
-		for {
-			if err := rows.Next(dest); err != nil {
-				rows.Close()
-				if !errors.Is(err, io.EOF) {
-					return err
-				}
-				break
-			}
+		err := c.each(bg, dest, func() error {
 			key, _ := dest[0].(int64)
 			e := session.Event{Type: session.Type(asString(dest[1])), Data: []byte(asString(dest[2]))}
 			batch = append(batch, row{key, indexWords(e)})
+			return nil
+		}, stmt, after)
+		if err != nil {
+			return err
 		}
 		if len(batch) == 0 {
 			return nil
