@@ -64,14 +64,11 @@ func benchFloor(b *testing.B) {
 // may index behind its appends, which a search waits for.
 func settle(b *testing.B, c checkpoint.Checkpointer) {
 	b.Helper()
-	if s, ok := c.(checkpoint.Searcher); ok {
-		q, err := checkpoint.ParseQuery("settle")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Search(b.Context(), q, checkpoint.SearchOptions{Limit: 1}); err != nil {
-			b.Fatal(err)
-		}
+	if _, ok := c.(checkpoint.Searcher); !ok {
+		return
+	}
+	if _, err := checkpoint.Search(b.Context(), c, "settle", checkpoint.SearchOptions{Limit: 1}); err != nil {
+		b.Fatal(err)
 	}
 }
 

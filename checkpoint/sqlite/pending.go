@@ -31,8 +31,8 @@ import (
 // A crash leaves marks for whoever comes next. A read-only store, which
 // cannot index, answers a Search from the index and from the marked
 // events, read in one snapshot, and so does a writable one while another
-// connection keeps the write lock (catchUpWait); doctor compares a marked session's index
-// rows only with the events before its mark.
+// connection keeps the write lock (catchUpWait); doctor compares a marked
+// session's index rows only with the events before its mark.
 
 // indexLag is how many events a Store appends before it indexes them
 // without waiting for a Search, and how many marked events make Close
@@ -58,10 +58,8 @@ const (
 	stmtPendingDrop     = `DELETE FROM search_pending WHERE n = ?`
 	stmtPendingClear    = `DELETE FROM search_pending`
 	stmtPendingAny      = `SELECT EXISTS (SELECT 1 FROM search_pending)`
-	// stmtPendingCount counts the events after the marks (searchable or
-	// not: an estimate of the work left).
-	stmtPendingCount = `SELECT coalesce(sum(s.head - p.after), 0) FROM search_pending p CROSS JOIN sessions s ON s.n = p.n`
-	stmtPendingAfter = `SELECT after FROM search_pending WHERE n = ?`
+	stmtPendingCount    = `SELECT coalesce(sum(s.head - p.after), 0) FROM search_pending p CROSS JOIN sessions s ON s.n = p.n`
+	stmtPendingAfter    = `SELECT after FROM search_pending WHERE n = ?`
 	// stmtPendingEvents lists the searchable events of marked conversations
 	// after key ?1, a page at a time. The joins are in this order (CROSS
 	// JOIN), the marks first, and each session's events are one range of
@@ -70,7 +68,7 @@ const (
 	// session's number, so (p.n, e.key) is e.key's order.
 	stmtPendingEvents = `SELECT e.key, e.type, e.data FROM search_pending p CROSS JOIN sessions s ON s.n = p.n
 		CROSS JOIN events e ON e.key > max(?1, (p.n << 32) + p.after) AND e.key <= (p.n << 32) + 4294967295
-		WHERE p.n >= ?1 >> 32 AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')
+		WHERE p.n >= ?1 >> 32 AND s.kind = '' AND e.type IN ` + searchableTypes + `
 		ORDER BY p.n, e.key LIMIT 1000`
 )
 
@@ -79,7 +77,7 @@ const (
 // stmtSearch's rows, read as stmtPendingEvents reads them.
 const stmtPendingSearch = `SELECT s.id, e.key & 4294967295, e.type, e.time, e.data FROM search_pending p CROSS JOIN sessions s ON s.n = p.n
 	CROSS JOIN events e ON e.key > (p.n << 32) + p.after AND e.key <= (p.n << 32) + 4294967295
-	WHERE s.kind = '' AND (?1 = '' OR s.namespace = ?1) AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')`
+	WHERE s.kind = '' AND (?1 = '' OR s.namespace = ?1) AND e.type IN ` + searchableTypes
 
 // markPending marks the events of session number n, of kind kind, from
 // the first of events on, as not yet indexed, inside the caller's
@@ -120,6 +118,21 @@ func pendingAny(ctx context.Context, c *conn) (bool, error) {
 		return false, err
 	}
 	return dest[0] == int64(1), nil
+}
+
+// pendingCount returns how many events wait after the marks (searchable
+// or not: an estimate of the work left); a database without marks table
+// has none.
+func pendingCount(ctx context.Context, c *conn) (int64, error) {
+	dest := make([]driver.Value, 1)
+	if _, err := c.row(ctx, dest, stmtPendingCount); err != nil {
+		if noPendingTable(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	n, _ := dest[0].(int64)
+	return n, nil
 }
 
 // pendingAfter returns the seq after which session number n's events may
@@ -205,18 +218,11 @@ func (s *Store) catchUpPast(ctx context.Context, least int64) error {
 	if err != nil {
 		return err
 	}
+	waiting := least
 	if least > 0 {
-		dest := make([]driver.Value, 1)
-		if _, err = c.row(ctx, dest, stmtPendingCount); err == nil {
-			if n, _ := dest[0].(int64); n < least {
-				s.pool.put(c, false)
-				return nil
-			}
-		} else if noPendingTable(err) {
-			err = nil
-		}
+		waiting, err = pendingCount(ctx, c)
 	}
-	if err == nil {
+	if err == nil && waiting >= least {
 		err = s.indexPending(ctx, c)
 	}
 	s.pool.put(c, err != nil)
@@ -245,8 +251,7 @@ func (s *Store) searchTrailing(ctx context.Context, c *conn, q checkpoint.Query,
 			seq, _ := dest[1].(int64)
 			us, _ := dest[3].(int64)
 			e := session.Event{Seq: seq, Type: session.Type(asString(dest[2])), Time: entry.Micro(us), Data: []byte(asString(dest[4]))}
-			if text := session.SearchText(e); q.MatchText(text) {
-				h := checkpoint.Hit{Session: asString(dest[0]), Seq: seq, Type: e.Type, Snippet: q.Snippet(text), Time: e.Time}
+			if h, ok := checkpoint.NewHit(q, asString(dest[0]), e); ok {
 				hits = append(hits, h)
 				marked[key{h.Session, h.Seq}] = true
 			}

@@ -23,9 +23,9 @@ import (
 // it trails the appends (pending.go: a Search, Close or every indexLag
 // appends index what they marked), is cut in the transaction of every
 // truncate and delete, built from the logs when a writable Open finds it
-// missing or of another checkpoint.SearchVersion, and rebuilt by Reindex. It is not part of the
-// versioned schema, so a database without it is still readable: Search then
-// scans the logs. Beside it, search_words holds every word the index holds
+// missing or of another checkpoint.SearchVersion, and rebuilt by Reindex.
+// It is not part of the versioned schema, so a database without it is
+// still readable: Search then scans the logs. Beside it, search_words holds every word the index holds
 // (and perhaps words of events since deleted), written in the same
 // transactions as its rows: the vocabulary match spells prefixes out from.
 
@@ -33,6 +33,10 @@ var (
 	_ checkpoint.Searcher  = (*Store)(nil)
 	_ checkpoint.Reindexer = (*Store)(nil)
 )
+
+// searchableTypes is the SQL list of the event types with search text
+// (session.Searchable).
+const searchableTypes = `('user_prompt', 'assistant_message', 'tool_finished', 'session_titled')`
 
 // Statements of the search index.
 const (
@@ -58,7 +62,7 @@ const (
 	stmtIndexDrop    = `DELETE FROM search WHERE rowid > ? AND rowid <= ?`
 	stmtIndexClear   = `DELETE FROM search; DELETE FROM search_meta; DELETE FROM search_words; DELETE FROM search_pending`
 	stmtIndexAll     = `SELECT e.key, e.type, e.data FROM events e JOIN sessions s ON s.n = e.key >> 32
-		WHERE e.key > ? AND s.kind = '' AND e.type IN ('user_prompt', 'assistant_message', 'tool_finished', 'session_titled') ORDER BY e.key LIMIT 1000`
+		WHERE e.key > ? AND s.kind = '' AND e.type IN ` + searchableTypes + ` ORDER BY e.key LIMIT 1000`
 	stmtIndexStamp = `INSERT INTO search_meta (version) VALUES (?)`
 	// stmtIndexRowids lists the index's rows in a range of keys from the
 	// table FTS5 keeps one row per document in (search_docsize): a plain
