@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +41,7 @@ var releaseBuild = []string{"build", "-trimpath", "-ldflags=-s -w"}
 type measured struct {
 	wall, cpu time.Duration // cpu: the process's user plus system time
 	rssKiB    int64         // peak resident memory
+	faults    int64         // minor page faults: each costs microseconds here
 }
 
 // runOnce runs cmd through internal/benchrun and returns what it measured
@@ -56,11 +56,11 @@ func runOnce(b *testing.B, benchrun string, cmd *exec.Cmd) measured {
 		b.Fatalf("%v: %v\n%s%s", cmd.Args, err, out, stderr.Bytes())
 	}
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	var wall, rss, cpu int64
-	if _, err := fmt.Sscanf(lines[len(lines)-1], "benchrun: wall-ns=%d maxrss-kib=%d cpu-ns=%d", &wall, &rss, &cpu); err != nil {
+	var wall, rss, cpu, faults int64
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "benchrun: wall-ns=%d maxrss-kib=%d cpu-ns=%d minflt=%d", &wall, &rss, &cpu, &faults); err != nil {
 		b.Fatalf("benchrun's report %q: %v", lines[len(lines)-1], err)
 	}
-	return measured{wall: time.Duration(wall), cpu: time.Duration(cpu), rssKiB: rss}
+	return measured{wall: time.Duration(wall), cpu: time.Duration(cpu), rssKiB: rss, faults: faults}
 }
 
 // buildTool builds the program of this repository at dir (relative to
@@ -81,10 +81,10 @@ func buildTool(b *testing.B, dir string) string {
 	return bin
 }
 
-// median returns the median of walls.
-func median(walls []time.Duration) time.Duration {
-	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
-	return walls[len(walls)/2]
+// median returns the median of xs (which it sorts).
+func median[T time.Duration | int64](xs []T) T {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // measure runs the command n times and reports the median wall time and
@@ -95,13 +95,16 @@ func measure(b *testing.B, mk func(i int) *exec.Cmd) {
 	b.ResetTimer()
 	var walls, cpus []time.Duration
 	var rss int64
+	var faults []int64
 	for i := range b.N {
 		r := runOnce(b, run, mk(i))
 		walls, cpus = append(walls, r.wall), append(cpus, r.cpu)
 		rss = max(rss, r.rssKiB)
+		faults = append(faults, r.faults)
 	}
 	b.ReportMetric(float64(median(walls).Microseconds())/1000, "ms-wall-p50")
 	b.ReportMetric(float64(median(cpus).Microseconds())/1000, "ms-cpu-p50")
+	b.ReportMetric(float64(median(faults)), "faults-p50")
 	b.ReportMetric(float64(rss)/1024, "MB-peak-rss")
 	b.ReportMetric(0, "ns/op")
 }
@@ -147,11 +150,14 @@ func BenchmarkProcessToolTurn(b *testing.B) {
 	b.ResetTimer()
 	var walls, floors, cpus, floorCPUs []time.Duration
 	var rss, floorRSS int64
+	var faults, floorFaults []int64
 	for range b.N {
 		r := runOnce(b, run, agent())
 		walls, cpus, rss = append(walls, r.wall), append(cpus, r.cpu), max(rss, r.rssKiB)
+		faults = append(faults, r.faults)
 		r = runOnce(b, run, exec.Command(floor, srv.URL(), bodies[0], bodies[1], filepath.Join(work, "floor.txt"), filepath.Join(tmp, "floor.log")))
 		floors, floorCPUs, floorRSS = append(floors, r.wall), append(floorCPUs, r.cpu), max(floorRSS, r.rssKiB)
+		floorFaults = append(floorFaults, r.faults)
 	}
 	w, f := median(walls), median(floors)
 	c, fc := median(cpus), median(floorCPUs)
@@ -163,6 +169,8 @@ func BenchmarkProcessToolTurn(b *testing.B) {
 	b.ReportMetric(float64(c.Microseconds())/1000, "ms-cpu-p50")
 	b.ReportMetric(float64(fc.Microseconds())/1000, "floor-ms-cpu-p50")
 	b.ReportMetric(float64(c)/float64(fc), "x-floor-cpu")
+	b.ReportMetric(float64(median(faults)), "faults-p50")
+	b.ReportMetric(float64(median(floorFaults)), "floor-faults-p50")
 	b.ReportMetric(float64(rss)/1024, "MB-peak-rss")
 	b.ReportMetric(float64(floorRSS)/1024, "floor-MB-peak-rss")
 	b.ReportMetric(0, "ns/op")
@@ -224,10 +232,12 @@ func BenchmarkProcessResumeLong(b *testing.B) {
 	}
 	b.ResetTimer()
 	walls, cpus := make([][]time.Duration, len(sizes)), make([][]time.Duration, len(sizes))
+	faults := make([][]int64, len(sizes))
 	for range b.N {
 		for i, id := range ids {
 			r := runOnce(b, run, resume(id))
 			walls[i], cpus[i] = append(walls[i], r.wall), append(cpus[i], r.cpu)
+			faults[i] = append(faults[i], r.faults)
 		}
 	}
 	base := median(cpus[0])
@@ -235,6 +245,7 @@ func BenchmarkProcessResumeLong(b *testing.B) {
 		c := median(cpus[i])
 		b.ReportMetric(float64(median(walls[i]).Microseconds())/1000, fmt.Sprintf("ms-wall-p50-%d", n))
 		b.ReportMetric(float64(c.Microseconds())/1000, fmt.Sprintf("ms-cpu-p50-%d", n))
+		b.ReportMetric(float64(median(faults[i])), fmt.Sprintf("faults-p50-%d", n))
 		if i > 0 {
 			b.ReportMetric(float64(c)/float64(base), fmt.Sprintf("x-1turn-%d", n))
 		}
