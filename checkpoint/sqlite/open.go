@@ -260,6 +260,17 @@ func uriPath(p string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(p))
 }
 
+// readCacheSize is the page cache of a read-only connection, in SQLite's
+// units (a negative size is KiB): 256 KiB instead of SQLite's 2 MiB. A
+// read-only connection lives for one call, so the cache only ever holds
+// what that call reads, and a call that reads a lot (a listing, a search
+// of common words) filled all of it with pages it read once: fresh memory
+// the process faulted in for nothing. `--sessions` on 10,000 sessions
+// made 3,620 page faults with the default and 2,750 with this, and its
+// CPU time went down by a sixth (README, "One turn against its physical
+// floor").
+const readCacheSize = -256
+
 // openReadOnly opens an existing database without writing anything.
 func (s *Store) openReadOnly() error {
 	abs, err := filepath.Abs(s.path)
@@ -291,7 +302,7 @@ func (s *Store) openReadOnly() error {
 	//     shared memory is mapped read-only, so neither file changes.
 	//   - A -wal file alone (its -shm was deleted): SQLite must rebuild the
 	//     -shm file to read the WAL; the database and the WAL stay unchanged.
-	base := "file:" + uriPath(abs) + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(" + fmt.Sprint(s.busyMillis()) + ")"
+	base := fmt.Sprintf("file:%s?mode=ro&_pragma=query_only(1)&_pragma=cache_size(%d)&_pragma=busy_timeout(%d)", uriPath(abs), readCacheSize, s.busyMillis())
 	open := func() (driver.Conn, error) {
 		dsn := base
 		switch {
