@@ -8,7 +8,6 @@ package entry
 import (
 	"encoding/binary"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/lite-agent/lite-agent/session"
@@ -196,28 +195,42 @@ func Decode(b string) (session.Summary, error) {
 
 // DecodeAll unpacks the concatenation of n ≥ 0 entries. It decodes in
 // place, into the slice it returns: copying summaries around costs more
-// than decoding them while the garbage collector runs.
+// than decoding them while the garbage collector runs. The slice is made
+// at its size (count), not grown: a listing of 10,000 summaries is 2.4 MB,
+// and growing it from a guess copied and faulted in 1 MB more.
 func DecodeAll(b string) ([]session.Summary, error) {
-	var out []session.Summary
-	decoded := 0 // bytes
+	if b == "" {
+		return nil, nil
+	}
+	out := make([]session.Summary, 0, count(b))
 	for b != "" {
-		if len(out) == cap(out) {
-			// Entries are about the same size: guess how many are left.
-			avg := 256
-			if len(out) > 0 {
-				avg = max(decoded/len(out), 1)
-			}
-			out = slices.Grow(out, len(b)/avg+16)
-		}
-		out = out[:len(out)+1]
+		out = append(out, session.Summary{})
 		rest, err := Next(b, &out[len(out)-1])
 		if err != nil {
 			return nil, err
 		}
-		decoded += len(b) - len(rest)
 		b = rest
 	}
 	return out, nil
+}
+
+// count returns how many entries the concatenation b holds, skipping each
+// by its length; it stops at the first it cannot skip (one of a newer
+// version, or damage), which Next then reports.
+func count(b string) int {
+	n := 0
+	for len(b) > 0 && b[0] >= 1 && b[0] <= Version {
+		size, w := uvarint(b[1:])
+		if w <= 0 || size > uint64(len(b)-1-w) {
+			break
+		}
+		b = b[1+w+int(size):]
+		n++
+	}
+	if len(b) > 0 {
+		n++ // the one Next decodes or refuses
+	}
+	return n
 }
 
 // Next unpacks the entry at the start of b into s, which must be zero, and
