@@ -36,6 +36,7 @@ type sessionJSON struct {
 // TestWriteSessionsMatchesEncodingJSON pins it to encoding/json.
 func writeSessions(w io.Writer, list []session.Summary) error {
 	buf := make([]byte, 0, 512)
+	var tw timeWriter
 	if _, err := io.WriteString(w, "["); err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func writeSessions(w io.Writer, list []session.Summary) error {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, "\n  "...)
-		buf = appendSession(buf, s)
+		buf = tw.appendSession(buf, s)
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}
@@ -60,7 +61,7 @@ func writeSessions(w io.Writer, list []session.Summary) error {
 
 // appendSession appends the compact JSON of one session as sessionJSON
 // encodes it.
-func appendSession(b []byte, s session.Summary) []byte {
+func (tw *timeWriter) appendSession(b []byte, s session.Summary) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, s.ID)
 	b = append(b, `,"revision":`...)
@@ -74,9 +75,9 @@ func appendSession(b []byte, s session.Summary) []byte {
 		b = appendJSONString(b, s.Title)
 	}
 	b = append(b, `,"created":"`...)
-	b = s.Created.AppendFormat(b, time.RFC3339Nano)
+	b = tw.append(b, s.Created)
 	b = append(b, `","updated":"`...)
-	b = s.Updated.AppendFormat(b, time.RFC3339Nano)
+	b = tw.append(b, s.Updated)
 	b = append(b, `","hazards":`...)
 	b = strconv.AppendInt(b, int64(s.Hazards()), 10)
 	if s.Parent != nil {
@@ -92,6 +93,52 @@ func appendSession(b []byte, s session.Summary) []byte {
 		b = append(b, m...)
 	}
 	return append(b, '}')
+}
+
+// timeWriter writes times as encoding/json does (RFC 3339 with the
+// nanoseconds' trailing zeros cut), remembering the last day it wrote: a
+// listing's times fall on few days, and working out the date is most of
+// what time.Time.AppendFormat costs (BenchmarkWriteSessions10k: 3.9-4.3
+// ms with AppendFormat, 2.8-3.6 ms with this). Times in another zone than
+// UTC, or outside years 1 to 9999, go through AppendFormat.
+type timeWriter struct {
+	day  int64    // days since 1970-01-01 of date, when set
+	date [10]byte // YYYY-MM-DD
+	set  bool
+}
+
+func (tw *timeWriter) append(b []byte, t time.Time) []byte {
+	if t.Location() != time.UTC || t.Year() < 1 || t.Year() > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	sec := t.Unix()
+	day := sec / 86400
+	if sec%86400 < 0 {
+		day--
+	}
+	if !tw.set || day != tw.day {
+		y, m, d := t.Date()
+		tw.date = [10]byte{byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
+			byte('0' + m/10), byte('0' + m%10), '-', byte('0' + d/10), byte('0' + d%10)}
+		tw.day, tw.set = day, true
+	}
+	b = append(b, tw.date[:]...)
+	s := sec - day*86400
+	b = append(b, 'T', byte('0'+s/36000), byte('0'+s/3600%10), ':', byte('0'+s%3600/600), byte('0'+s%3600/60%10), ':', byte('0'+s%60/10), byte('0'+s%10))
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 // appendJSONString appends s as a JSON string: plain printable ASCII as it
