@@ -65,19 +65,10 @@ func (s *Store) SaveFold(ctx context.Context, id string, f checkpoint.Fold) erro
 	if err != nil {
 		return fmt.Errorf("save the fold of %s: %w", id, s.readError(err))
 	}
-	broken := false
-	defer func() { s.pool.put(c, broken) }()
+	defer func() { s.pool.put(c, false) }()
 	bg := context.Background()
-	if _, err := c.exec(bg, "PRAGMA synchronous = NORMAL"); err != nil {
-		return fmt.Errorf("save the fold of %s: %w", id, err)
-	}
-	defer func() {
-		if _, err := c.exec(bg, "PRAGMA synchronous = FULL"); err != nil {
-			broken = true // never hand on a connection that does not sync
-		}
-	}()
 	var missing bool
-	err = s.inTx(ctx, c, func() error {
+	err = s.inUnsyncedTx(ctx, c, func() error {
 		dest := make([]driver.Value, 2)
 		found, err := c.row(bg, dest, stmtFoldHead, id)
 		if err != nil {

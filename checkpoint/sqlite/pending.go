@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -107,47 +106,39 @@ func noPendingTable(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "no such table: search_pending")
 }
 
-// pendingAny reports whether any session is marked; a database without
-// marks table has none.
+// pendingRow is c.row for a query of the marks: a database without the
+// marks table has no row.
+func pendingRow(ctx context.Context, c *conn, dest []driver.Value, query string, args ...driver.Value) (bool, error) {
+	found, err := c.row(ctx, dest, query, args...)
+	if noPendingTable(err) {
+		return false, nil
+	}
+	return found, err
+}
+
+// pendingAny reports whether any session is marked.
 func pendingAny(ctx context.Context, c *conn) (bool, error) {
 	dest := make([]driver.Value, 1)
-	if _, err := c.row(ctx, dest, stmtPendingAny); err != nil {
-		if noPendingTable(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	return dest[0] == int64(1), nil
+	found, err := pendingRow(ctx, c, dest, stmtPendingAny)
+	return found && dest[0] == int64(1), err
 }
 
 // pendingCount returns how many events wait after the marks (searchable
-// or not: an estimate of the work left); a database without marks table
-// has none.
+// or not: an estimate of the work left).
 func pendingCount(ctx context.Context, c *conn) (int64, error) {
 	dest := make([]driver.Value, 1)
-	if _, err := c.row(ctx, dest, stmtPendingCount); err != nil {
-		if noPendingTable(err) {
-			return 0, nil
-		}
-		return 0, err
-	}
+	_, err := pendingRow(ctx, c, dest, stmtPendingCount)
 	n, _ := dest[0].(int64)
-	return n, nil
+	return n, err
 }
 
 // pendingAfter returns the seq after which session number n's events may
 // be unindexed, and whether it is marked at all.
 func pendingAfter(ctx context.Context, c *conn, n int64) (int64, bool, error) {
 	dest := make([]driver.Value, 1)
-	found, err := c.row(ctx, dest, stmtPendingAfter, n)
-	if err != nil {
-		if noPendingTable(err) {
-			return 0, false, nil
-		}
-		return 0, false, err
-	}
+	found, err := pendingRow(ctx, c, dest, stmtPendingAfter, n)
 	after, _ := dest[0].(int64)
-	return after, found, nil
+	return after, found && err == nil, err
 }
 
 // indexPending indexes every marked session's unindexed events and clears
@@ -164,17 +155,7 @@ func (s *Store) indexPending(ctx context.Context, c *conn) (err error) {
 	if marked, err := pendingAny(ctx, c); err != nil || !marked {
 		return err
 	}
-	bg := context.Background()
-	if _, err := c.exec(bg, "PRAGMA synchronous = NORMAL"); err != nil {
-		return err
-	}
-	defer func() {
-		if _, serr := c.exec(bg, "PRAGMA synchronous = FULL"); serr != nil {
-			c.broken = true // never hand on a connection that does not sync
-			err = errors.Join(err, serr)
-		}
-	}()
-	return s.inTx(ctx, c, func() error { return s.indexMarked(c) })
+	return s.inUnsyncedTx(ctx, c, func() error { return s.indexMarked(c) })
 }
 
 // indexMarked indexes the marked sessions' events after their marks and

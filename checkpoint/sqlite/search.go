@@ -25,9 +25,10 @@ import (
 // truncate and delete, built from the logs when a writable Open finds it
 // missing or of another checkpoint.SearchVersion, and rebuilt by Reindex.
 // It is not part of the versioned schema, so a database without it is
-// still readable: Search then scans the logs. Beside it, search_words holds every word the index holds
-// (and perhaps words of events since deleted), written in the same
-// transactions as its rows: the vocabulary match spells prefixes out from.
+// still readable: Search then scans the logs. Beside it, search_words
+// holds every word the index holds (and perhaps words of events since
+// deleted), written in the same transactions as its rows: the vocabulary
+// match spells prefixes out from.
 
 var (
 	_ checkpoint.Searcher  = (*Store)(nil)

@@ -247,6 +247,25 @@ func (s *Store) inTx(ctx context.Context, c *conn, f func() error) error {
 	return nil
 }
 
+// inUnsyncedTx is inTx committed with synchronous=NORMAL, without an fsync
+// of its own: for derived data (a fold, the search index, pending.go),
+// which the next durable commit makes durable with it and which a crash
+// before that loses with nothing depending on it. c is set back to
+// synchronous=FULL after; a connection where that fails is marked broken,
+// so that it is never handed on without its syncs.
+func (s *Store) inUnsyncedTx(ctx context.Context, c *conn, f func() error) error {
+	bg := context.Background()
+	if _, err := c.exec(bg, "PRAGMA synchronous = NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := c.exec(bg, "PRAGMA synchronous = FULL"); err != nil {
+			c.broken = true
+		}
+	}()
+	return s.inTx(ctx, c, f)
+}
+
 // rollback ends c's transaction, if it still has one. A connection whose
 // rollback fails is not reused.
 func (s *Store) rollback(c *conn) {
