@@ -46,7 +46,7 @@ func writeSessions(w io.Writer, list []session.Summary) error {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, "\n  "...)
-		buf = tw.appendSession(buf, s)
+		buf = appendSession(buf, s, &tw)
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}
@@ -60,8 +60,8 @@ func writeSessions(w io.Writer, list []session.Summary) error {
 }
 
 // appendSession appends the compact JSON of one session as sessionJSON
-// encodes it.
-func (tw *timeWriter) appendSession(b []byte, s session.Summary) []byte {
+// encodes it, its times through tw.
+func appendSession(b []byte, s session.Summary, tw *timeWriter) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, s.ID)
 	b = append(b, `,"revision":`...)

@@ -47,7 +47,7 @@ func TestWriteSessionsMatchesEncodingJSON(t *testing.T) {
 		// Field by field, the compact encodings agree byte for byte.
 		for i, s := range list {
 			one, _ := json.Marshal(want[i])
-			if b := new(timeWriter).appendSession(nil, s); !bytes.Equal(b, one) {
+			if b := appendSession(nil, s, new(timeWriter)); !bytes.Equal(b, one) {
 				t.Fatalf("object %d:\n got %s\nwant %s", i, b, one)
 			}
 		}
