@@ -82,6 +82,34 @@ func BenchmarkRead10k(b *testing.B) {
 	}
 }
 
+// BenchmarkReadShort reads a log of 8 events, about one tool turn: what a
+// resume reads after its saved state, and doctor of most sessions. A page
+// starts small (firstPageCap), so a short read allocates for what it holds,
+// not for a whole page of 2,048 events.
+func BenchmarkReadShort(b *testing.B) {
+	ctx := b.Context()
+	s := mustOpen(b, filepath.Join(b.TempDir(), "sessions.db"), nil)
+	events := []session.Event{startedIn("bench", "bench")}
+	for len(events) < 8 {
+		events = append(events, promptEvent("a prompt of a few words"))
+	}
+	if _, err := s.Append(ctx, "bench", 0, events); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		n := 0
+		for _, err := range s.Read(ctx, "bench", 1) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != len(events) {
+			b.Fatalf("read %d events, want %d", n, len(events))
+		}
+	}
+}
+
 // fill10k makes the database at path with session "bench" of 10,000
 // events, first then e repeated, 100 per append, and returns it open again,
 // with its head. Closing is what makes sure the search index (which trails

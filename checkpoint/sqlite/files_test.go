@@ -484,9 +484,10 @@ func TestReadPages(t *testing.T) {
 	var want []string
 	want = append(want, "")
 	batch := make([]session.Event, 0, 100)
-	for head < 1234 {
+	small := int64(2*sqlite.PageRows + 210) // two whole pages and part of a third
+	for head < small {
 		batch = batch[:0]
-		for range min(100, 1234-int(head)) {
+		for range min(100, small-head) {
 			batch = append(batch, promptEvent(strconv.Itoa(len(want)+len(batch))))
 		}
 		for _, e := range batch {
@@ -503,7 +504,8 @@ func TestReadPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, from := range []int64{-5, 1, 512, 513, 1000, 1235, head, head + 1} {
+	const p = sqlite.PageRows
+	for _, from := range []int64{-5, 1, p, p + 1, 2*p - 24, small + 1, head, head + 1} {
 		n := 0
 		for e, err := range s.Read(ctx, "s", from) {
 			if err != nil {
@@ -540,7 +542,7 @@ func TestWriteWhileReading(t *testing.T) {
 			s := mustOpen(t, path, nil)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			const n = 1200 // more than two pages
+			n := 2*sqlite.PageRows + 176 // more than two pages
 			batch := []session.Event{startedIn("s", "ns")}
 			for len(batch) < n {
 				batch = append(batch, promptEvent("p"))
@@ -567,8 +569,10 @@ func TestWriteWhileReading(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if other, err = s.Append(ctx, "other", other, []session.Event{promptEvent("more")}); err != nil {
-					t.Fatal(err)
+				if read%10 == 0 {
+					if other, err = s.Append(ctx, "other", other, []session.Event{promptEvent("more")}); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if read < n {
@@ -692,7 +696,7 @@ func TestReadAcrossRewrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := openFile(t)
 			batch := []session.Event{startedIn("s", "ns")}
-			for len(batch) < 1100 {
+			for len(batch) < sqlite.PageRows+588 { // more than one page
 				batch = append(batch, promptEvent("first history "+strconv.Itoa(len(batch)+1)))
 			}
 			head, err := s.Append(t.Context(), "s", 0, batch)
