@@ -1,9 +1,11 @@
 package fakemodel
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Token counts are estimated, deterministically, from bytes: a request's
@@ -33,16 +35,148 @@ type segmenter struct {
 
 // add appends one block, tagged with where it stands (so a tool and a
 // message with the same JSON are different prefixes).
-func (s *segmenter) add(tag string, raw json.RawMessage) {
-	canon, bp := canonical(raw)
+func (s *segmenter) add(tag string, f *blockFacts) {
 	sum := sha256.New()
 	sum.Write(s.h[:])
 	sum.Write([]byte(tag))
 	sum.Write([]byte{0})
-	sum.Write(canon)
+	sum.Write(f.canon[:])
 	copy(s.h[:], sum.Sum(nil))
-	s.cum += len(canon)
-	s.out = append(s.out, segment{key: s.h, cum: s.cum, breakpoint: bp})
+	s.cum += f.canonLen
+	s.out = append(s.out, segment{key: s.h, cum: s.cum, breakpoint: f.breakpoint})
+}
+
+// blockFacts is what the server reads of one content block (or tool, or
+// OpenAI message): its canonical JSON for the prompt cache, and the fields
+// the expectations and the thinking checks look at, each decoded as the
+// struct it is read into would decode it (ok false where that fails).
+type blockFacts struct {
+	canon      [32]byte // SHA-256 of the canonical JSON
+	canonLen   int      // its length
+	breakpoint bool     // the block carries cache_control
+
+	sent   sentBlock // as the thinking checks read it
+	sentOK bool
+
+	textType bool   // a block of type "text"
+	text     string // its text
+	textOK   bool   // it decodes as {type, text}
+
+	resultType bool   // a block of type "tool_result"
+	toolUseID  string // the call it answers
+	resultText string // the text of its content
+	resultOK   bool   // it decodes as {type, tool_use_id, content}
+
+	name   string // a tool's name
+	nameOK bool
+}
+
+// factsOf works out the facts of raw.
+func factsOf(raw json.RawMessage) *blockFacts {
+	f := &blockFacts{}
+	canon, bp := canonical(raw)
+	f.canon, f.canonLen, f.breakpoint = sha256.Sum256(canon), len(canon), bp
+	f.sentOK = json.Unmarshal(raw, &f.sent) == nil
+	var tb struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	f.textOK = json.Unmarshal(raw, &tb) == nil
+	f.textType, f.text = tb.Type == "text", tb.Text
+	var rb struct {
+		Type      string          `json:"type"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+	}
+	f.resultOK = json.Unmarshal(raw, &rb) == nil
+	if f.resultType = rb.Type == "tool_result"; f.resultType {
+		f.toolUseID, f.resultText = rb.ToolUseID, textOf(rb.Content)
+	}
+	var tool struct {
+		Name string `json:"name"`
+	}
+	f.nameOK = json.Unmarshal(raw, &tool) == nil
+	f.name = tool.Name
+	return f
+}
+
+// memoLimit bounds the blocks a blockMemo remembers; past it, it starts
+// again.
+const memoLimit = 1 << 16
+
+// contentFacts is what the server reads of a message's content: its
+// blocks (a string is one text block, see blocksOf) and whether it is a
+// list or a string.
+type contentFacts struct {
+	blocks       []*blockFacts
+	list, string bool
+}
+
+// blockMemo remembers the facts of the contents and blocks requests sent:
+// a client resends its whole transcript with every request, so each is
+// decoded and canonicalised once rather than once per request (which made
+// the request of a 500-turn resume, 250 KB, take 21 ms to read; 8 ms with
+// the blocks remembered, 5 ms with the contents too:
+// BenchmarkServeLongRequest). A nil memo remembers nothing. It is safe
+// for concurrent use.
+type blockMemo struct {
+	mu       sync.Mutex
+	facts    map[string]*blockFacts
+	contents map[string]*contentFacts
+}
+
+// of returns the facts of the block raw.
+func (m *blockMemo) of(raw json.RawMessage) *blockFacts {
+	if m == nil {
+		return factsOf(raw)
+	}
+	return remember(m, &m.facts, raw, factsOf)
+}
+
+// content returns the facts of the message content raw.
+func (m *blockMemo) content(raw json.RawMessage) *contentFacts {
+	read := func(raw json.RawMessage) *contentFacts {
+		c := &contentFacts{list: isList(raw), string: isString(raw)}
+		for _, b := range blocksOf(raw) {
+			c.blocks = append(c.blocks, m.of(b))
+		}
+		return c
+	}
+	if m == nil {
+		return read(raw)
+	}
+	return remember(m, &m.contents, raw, read)
+}
+
+// remember looks raw up in *facts, working its facts out with f (without
+// the lock held) when they are not there.
+func remember[T any](m *blockMemo, facts *map[string]*T, raw json.RawMessage, f func(json.RawMessage) *T) *T {
+	m.mu.Lock()
+	v, ok := (*facts)[string(raw)]
+	m.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = f(raw)
+	m.mu.Lock()
+	if *facts == nil || len(*facts) >= memoLimit {
+		*facts = map[string]*T{}
+	}
+	(*facts)[string(raw)] = v
+	m.mu.Unlock()
+	return v
+}
+
+// isList reports whether raw is a JSON array.
+func isList(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '['
+}
+
+// isString reports whether raw is a JSON string.
+func isString(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '"'
 }
 
 // canonical re-encodes a JSON value with sorted keys and no cache_control,

@@ -73,8 +73,9 @@ func textOf(raw json.RawMessage) string {
 	return b.String()
 }
 
-// parseAnthropic reads a Messages API request body.
-func parseAnthropic(body []byte) (view, error) {
+// parseAnthropic reads a Messages API request body. The body is decoded
+// once; its blocks' facts come from memo (see blockMemo).
+func parseAnthropic(body []byte, memo *blockMemo) (view, error) {
 	var req struct {
 		Model    string          `json:"model"`
 		Stream   bool            `json:"stream"`
@@ -83,82 +84,87 @@ func parseAnthropic(body []byte) (view, error) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
+		Tools    []json.RawMessage `json:"tools"`
+		Thinking *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return view{}, fmt.Errorf("request body is not a Messages API request: %v", err)
 	}
 	v := view{format: FormatAnthropic, model: req.Model, stream: req.Stream, system: textOf(req.System), toolResults: map[string]string{}}
-	for _, t := range req.Tools {
-		v.tools = append(v.tools, t.Name)
-	}
-	var raw struct {
-		Tools    []json.RawMessage `json:"tools"`
-		System   json.RawMessage   `json:"system"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Thinking *struct {
-			Type string `json:"type"`
-		} `json:"thinking"`
-	}
-	_ = json.Unmarshal(body, &raw) // the same body decoded above
-	v.thinking = raw.Thinking != nil && raw.Thinking.Type == "enabled"
+	v.thinking = req.Thinking != nil && req.Thinking.Type == "enabled"
 	var sg segmenter
-	for _, t := range raw.Tools {
-		sg.add("tool", t)
+	for i, t := range req.Tools {
+		f := memo.of(t)
+		if !f.nameOK {
+			return view{}, fmt.Errorf("request body is not a Messages API request: tool %d is not an object with a string name", i+1)
+		}
+		v.tools = append(v.tools, f.name)
+		sg.add("tool", f)
 	}
-	for _, b := range blocksOf(raw.System) {
-		sg.add("system", b)
+	for _, f := range memo.content(req.System).blocks {
+		sg.add("system", f)
 	}
 	v.lastAssistantN = -1
-	for i, m := range raw.Messages {
-		blocks := blocksOf(m.Content)
+	for i, m := range req.Messages {
+		c := memo.content(m.Content)
+		// The message's text, as textOf reads it, and its tool results:
+		// each only when every block decodes as what it is read into.
+		var texts []string
+		textOK, resultsOK := c.list || c.string, c.list
 		var sent []sentBlock
-		for j, b := range blocks {
-			sg.add(m.Role, b)
-			var sb sentBlock
-			if json.Unmarshal(b, &sb) == nil {
+		for j, f := range c.blocks {
+			sg.add(m.Role, f)
+			if f.sentOK {
+				sb := f.sent
 				sb.msg, sb.idx = i, j
 				sent = append(sent, sb)
 				if sb.Type == "thinking" {
 					v.thinkingBlocks = append(v.thinkingBlocks, sb)
 				}
 			}
+			textOK = textOK && f.textOK
+			if f.textType {
+				texts = append(texts, f.text)
+			}
+			resultsOK = resultsOK && f.resultOK
 		}
-		if m.Role == "assistant" {
+		switch m.Role {
+		case "assistant":
 			v.lastAssistant, v.lastAssistantN = sent, i
-		}
-	}
-	v.segs = sg.out
-	for _, m := range req.Messages {
-		if m.Role != "user" {
-			continue
-		}
-		if text := textOf(m.Content); text != "" {
-			v.lastUser = text
-		}
-		var blocks []struct {
-			Type      string          `json:"type"`
-			ToolUseID string          `json:"tool_use_id"`
-			Content   json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(m.Content, &blocks) == nil {
-			for _, b := range blocks {
-				if b.Type == "tool_result" {
-					v.toolResults[b.ToolUseID] = textOf(b.Content)
+		case "user":
+			if text := joinTexts(texts); textOK && text != "" {
+				v.lastUser = text
+			}
+			if resultsOK {
+				for _, f := range c.blocks {
+					if f.resultType {
+						v.toolResults[f.toolUseID] = f.resultText
+					}
 				}
 			}
 		}
 	}
+	v.segs = sg.out
 	return v, nil
 }
 
+// joinTexts joins the texts of a message's text blocks as textOf does: a
+// newline between two only once some text came before.
+func joinTexts(texts []string) string {
+	var b strings.Builder
+	for _, t := range texts {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
 // parseOpenAI reads a Chat Completions request body.
-func parseOpenAI(body []byte) (view, error) {
+func parseOpenAI(body []byte, memo *blockMemo) (view, error) {
 	var req struct {
 		Model         string `json:"model"`
 		Stream        bool   `json:"stream"`
@@ -192,10 +198,10 @@ func parseOpenAI(body []byte) (view, error) {
 	_ = json.Unmarshal(body, &raw) // the same body decoded above
 	var sg segmenter
 	for _, t := range raw.Tools {
-		sg.add("tool", t)
+		sg.add("tool", memo.of(t))
 	}
 	for _, m := range raw.Messages {
-		sg.add("message", m)
+		sg.add("message", memo.of(m))
 	}
 	v.segs = sg.out
 	for _, t := range req.Tools {

@@ -59,6 +59,7 @@ type Server struct {
 	log      io.Writer
 	handlers sync.WaitGroup
 	served   chan struct{}
+	memo     blockMemo // what the blocks requests sent hold (request.go)
 
 	mu       sync.Mutex
 	next     int               // the next reply to use
@@ -220,9 +221,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	format := formatOf(r.URL.Path)
-	entry := Request{Method: r.Method, Path: r.URL.Path, Format: format, Body: logBody(body)}
+	entry := Request{Method: r.Method, Path: r.URL.Path, Format: format}
 
 	if format == "" || r.Method != http.MethodPost {
+		entry.Body = logBody(body)
 		msg := fmt.Sprintf("fakemodel: no endpoint %s %s; use POST /v1/messages (Anthropic) or POST /v1/chat/completions (OpenAI)", r.Method, r.URL.Path)
 		status := http.StatusNotFound
 		if format != "" {
@@ -236,12 +238,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var v view
 	if format == FormatAnthropic {
-		v, err = parseAnthropic(body)
+		v, err = parseAnthropic(body, &s.memo)
 	} else {
-		v, err = parseOpenAI(body)
+		v, err = parseOpenAI(body, &s.memo)
 	}
 	entry.Model = v.model
+	// A body that decoded is JSON: it is kept as it is (logBody would check
+	// it again, a millisecond for a long transcript).
+	entry.Body = json.RawMessage(body)
 	if err != nil {
+		entry.Body = logBody(body)
 		entry.Status = http.StatusBadRequest
 		s.record(&entry, "")
 		writeError(w, format, http.StatusBadRequest, FaultBadRequest, "fakemodel: "+err.Error(), entry.Seq)
