@@ -65,20 +65,10 @@ func BenchmarkAppendVsFloor(b *testing.B) {
 // BenchmarkRead10k reads a log of 10,000 assistant messages of 1 KiB
 // without folding it: the store's share of the suite's ReadRebuild10k.
 func BenchmarkRead10k(b *testing.B) {
-	ctx := b.Context()
 	text := strings.Repeat("lorem ipsum ", 100)[:1<<10]
 	s, _ := fill10k(b, filepath.Join(b.TempDir(), "sessions.db"), session.MustNew(session.TypeAssistantMessage, session.AssistantMessage{Blocks: []session.Block{{Type: session.BlockText, Text: text}}}))
 	for b.Loop() {
-		n := 0
-		for _, err := range s.Read(ctx, "bench", 1) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if n != 10_000 {
-			b.Fatalf("read %d events", n)
-		}
+		readWhole(b, s, 10_000)
 	}
 }
 
@@ -97,16 +87,22 @@ func BenchmarkReadShort(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		n := 0
-		for _, err := range s.Read(ctx, "bench", 1) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
+		readWhole(b, s, len(events))
+	}
+}
+
+// readWhole reads the log of session "bench" in s and fails unless it
+// holds want events.
+func readWhole(b *testing.B, s *sqlite.Store, want int) {
+	n := 0
+	for _, err := range s.Read(b.Context(), "bench", 1) {
+		if err != nil {
+			b.Fatal(err)
 		}
-		if n != len(events) {
-			b.Fatalf("read %d events, want %d", n, len(events))
-		}
+		n++
+	}
+	if n != want {
+		b.Fatalf("read %d events, want %d", n, want)
 	}
 }
 
