@@ -108,15 +108,15 @@ const memoLimit = 1 << 16
 // blocks (a string is one text block, see blocksOf) and whether it is a
 // list or a string.
 type contentFacts struct {
-	blocks       []*blockFacts
-	list, string bool
+	blocks    []*blockFacts
+	list, str bool
 }
 
 // blockMemo remembers the facts of the contents and blocks requests sent:
 // a client resends its whole transcript with every request, so each is
 // decoded and canonicalised once rather than once per request (which made
-// the request of a 500-turn resume, 250 KB, take 21 ms to read; 8 ms with
-// the blocks remembered, 5 ms with the contents too:
+// the request of a 500-turn resume, 250 KB, take 21 ms to serve; 8 ms with
+// the blocks remembered, about 6 ms with the contents too:
 // BenchmarkServeLongRequest). A nil memo remembers nothing. It is safe
 // for concurrent use.
 type blockMemo struct {
@@ -136,7 +136,7 @@ func (m *blockMemo) of(raw json.RawMessage) *blockFacts {
 // content returns the facts of the message content raw.
 func (m *blockMemo) content(raw json.RawMessage) *contentFacts {
 	read := func(raw json.RawMessage) *contentFacts {
-		c := &contentFacts{list: isList(raw), string: isString(raw)}
+		c := &contentFacts{list: isList(raw), str: isString(raw)}
 		for _, b := range blocksOf(raw) {
 			c.blocks = append(c.blocks, m.of(b))
 		}

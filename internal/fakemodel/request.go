@@ -112,7 +112,7 @@ func parseAnthropic(body []byte, memo *blockMemo) (view, error) {
 		// The message's text, as textOf reads it, and its tool results:
 		// each only when every block decodes as what it is read into.
 		var texts []string
-		textOK, resultsOK := c.list || c.string, c.list
+		textOK, resultsOK := c.list || c.str, c.list
 		var sent []sentBlock
 		for j, f := range c.blocks {
 			sg.add(m.Role, f)
