@@ -61,16 +61,13 @@ func textOf(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &blocks) != nil {
 		return ""
 	}
-	var b strings.Builder
+	var texts []string
 	for _, bl := range blocks {
 		if bl.Type == "text" {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(bl.Text)
+			texts = append(texts, bl.Text)
 		}
 	}
-	return b.String()
+	return joinTexts(texts)
 }
 
 // parseAnthropic reads a Messages API request body. The body is decoded
@@ -150,8 +147,8 @@ func parseAnthropic(body []byte, memo *blockMemo) (view, error) {
 	return v, nil
 }
 
-// joinTexts joins the texts of a message's text blocks as textOf does: a
-// newline between two only once some text came before.
+// joinTexts joins the texts of a message's text blocks: a newline between
+// two only once some text came before.
 func joinTexts(texts []string) string {
 	var b strings.Builder
 	for _, t := range texts {

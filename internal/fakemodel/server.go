@@ -59,7 +59,7 @@ type Server struct {
 	log      io.Writer
 	handlers sync.WaitGroup
 	served   chan struct{}
-	memo     blockMemo // what the blocks requests sent hold (request.go)
+	memo     blockMemo // what the contents and blocks requests sent hold (cache.go)
 
 	mu       sync.Mutex
 	next     int               // the next reply to use
@@ -243,9 +243,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		v, err = parseOpenAI(body, &s.memo)
 	}
 	entry.Model = v.model
-	// A body that decoded is JSON: it is kept as it is (logBody would check
-	// it again, a millisecond for a long transcript).
-	entry.Body = json.RawMessage(body)
 	if err != nil {
 		entry.Body = logBody(body)
 		entry.Status = http.StatusBadRequest
@@ -253,6 +250,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, format, http.StatusBadRequest, FaultBadRequest, "fakemodel: "+err.Error(), entry.Seq)
 		return
 	}
+	// A body that decoded is JSON: it is kept as it is (logBody would check
+	// it again, a millisecond for a long transcript).
+	entry.Body = json.RawMessage(body)
 
 	// Refused before a reply is used, so the script stays in step. The
 	// OpenAI format also serves whole answers (for clients that fall back
